@@ -1,0 +1,30 @@
+# Two entry points, both self-contained: they build .venv from nothing but a Python >= 3.10.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_OUT ?= demo-out
+
+.PHONY: demo test lint clean
+
+$(BIN)/kernelband: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch==2.13.0 first: a CPU build; the `live` extra then finds it satisfied.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[live,dev]"
+	touch $(BIN)/kernelband
+
+## demo: install, then replay the shipped default data and write the report to demo-out/
+demo: $(BIN)/kernelband
+	$(BIN)/kernelband demo --out $(DEMO_OUT)
+
+## test: install, then run the whole test suite on CPU (Triton kernels under TRITON_INTERPRET=1)
+test: $(BIN)/kernelband
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+lint: $(BIN)/kernelband
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .ruff_cache

@@ -1,0 +1,8 @@
+"""kbsim: the core of kernelband.
+
+Bandit policies (a readable reference and the numba kernels that live and replay both run), the
+replay engine and its environments, and the trace schema and I/O. Depends on neither `live` nor
+`analysis`.
+"""
+
+__version__ = "0.1.0"

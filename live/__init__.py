@@ -1,0 +1,1 @@
+"""live: the kernel lab (tasks, evaluator, profiler), proposers, runner and backends."""

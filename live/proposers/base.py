@@ -1,0 +1,48 @@
+"""One interface for every proposer: turn (task, parent code, strategy) into a new candidate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from live.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class ParentInfo:
+    """What a proposer is told about the parent kernel."""
+
+    kernel_id: str
+    code: str
+    ms: float | None  # aggregate runtime on the perf shapes (None if unknown)
+    ref_ms: float | None  # reference runtime, same aggregation
+    #: profile in words-ready numbers: e.g. {"sm_pct": 41.0, "dram_pct": 88.2, "l2_pct": 30.1, ...}
+    profile: dict[str, float] = field(default_factory=dict)
+    #: compile metadata: registers, shared_bytes, num_warps, num_stages
+    meta: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The outcome of one proposal. ``status`` is ``ok`` when ``code`` holds a candidate;
+    otherwise one of ``llm_error``, ``no_code``, ``not_applicable`` with ``error`` saying why."""
+
+    status: str
+    code: str | None
+    error: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+
+
+class Proposer(Protocol):
+    """Anything that proposes a child kernel. ``sample_index`` distinguishes repeated requests
+    with identical inputs (it keys cassettes and seeds the mutate proposer)."""
+
+    name: str
+
+    def propose(
+        self, task: Task, parent: ParentInfo, strategy: str, *, seed: int, sample_index: int
+    ) -> Proposal: ...
