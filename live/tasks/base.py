@@ -1,27 +1,50 @@
 """The task format: what the kernel lab needs to judge a candidate for one operator.
 
-A *candidate* is the source text of a Python module that defines, beside its ``@triton.jit``
-kernels, an entry function named ``task.entry`` in destination-passing style::
+A *candidate* is the source text of a Python module. How the evaluator calls it depends on
+``task.call_style``:
 
-    def entry(*inputs, *outputs) -> None
+- ``"dps"`` (destination-passing style; every built-in task): the module defines, beside its
+  ``@triton.jit`` kernels, an entry function named ``task.entry``::
 
-The evaluator allocates every output itself (from the reference's outputs, pre-filled with NaN,
-or with a sentinel for integer dtypes) so that elements a candidate forgets to write are caught.
-``k0`` is such a candidate: plain, correct and deliberately not tuned.
+      def entry(*inputs, *outputs) -> None
+
+  The evaluator allocates every output itself, shaped like the reference's outputs and pre-filled
+  with NaN (float) or a sentinel (integer dtypes), so that elements a candidate forgets to write
+  are caught.
+- ``"returns"`` (TritonBench-G operators, whose functions allocate and return their results):
+  ``outputs = task.run(module, inputs)``; ``task.run`` knows how to call the operator (for
+  TritonBench, the perf script's ``call_op``) and normalises the result to a tuple of tensors.
+  NaN poisoning does not apply (the operator allocates its own outputs).
+
+``Task.call(module, inputs, outputs)`` hides the difference: it returns the outputs tuple for
+either style. ``k0`` is a candidate too: plain, correct and deliberately not tuned.
+
+Optionally, ``task.source_check(candidate_source, device) -> str | None`` is an extra,
+source-level correctness check run in the evaluator's worker: ``None`` means pass, a string is
+the one-sentence reason it failed. TritonBench tasks use it to run the operator's own test code
+against the candidate and compare its ``result_gold`` with the gold code's (allclose).
 
 Shapes are dicts of named sizes (``{"M": 4096, "N": 1024}``); ``make_inputs(shape, seed,
-device)`` builds the inputs for one shape. Three shape lists serve three purposes: ``test_shapes``
-(correctness on a GPU), ``perf_shapes`` (timing and correctness on a GPU) and ``cpu_shapes``
-(tiny: everything on CPU under ``TRITON_INTERPRET=1``).
+device)`` builds the inputs for one shape (tensors and plain Python scalars; only tensors are
+checked for mutation). Three shape lists serve three purposes: ``test_shapes`` (correctness on a
+GPU), ``perf_shapes`` (timing and correctness on a GPU) and ``cpu_shapes`` (tiny: everything on
+CPU under ``TRITON_INTERPRET=1``).
+
+Tasks are never pickled: a worker rebuilds one from ``(spec, name)`` with
+``live.tasks.registry.resolve_task(spec, name)``. Every callable a task holds is a top-level
+function of an importable module, or a ``functools.partial`` of one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 Shape = dict[str, int]
+
+CALL_STYLES = ("dps", "returns")
 
 #: default (atol, rtol) per dtype name
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -42,7 +65,8 @@ class Task:
         name: unique id, used as ``task_id`` in traces (``softmax``, ``tritonbench/add``).
         description: one paragraph for prompts and docs.
         category: regime, e.g. ``elementwise``, ``reduction``, ``scan``, ``matmul``, ``attention``.
-        entry: name of the entry function every candidate defines.
+        entry: name of the entry function every candidate defines (``dps``), or the operator's
+            public function (``returns``; informational, for prompts).
         k0: source of the initial candidate.
         reference: PyTorch reference, ``reference(*inputs) -> tuple[Tensor, ...]``.
         make_inputs: ``make_inputs(shape, seed, device) -> tuple`` of tensors and scalars.
@@ -50,7 +74,10 @@ class Task:
         tolerances: ``dtype name -> (atol, rtol)``; defaults from ``DEFAULT_TOLERANCES``.
         bytes_moved: minimal DRAM bytes per shape (for % of roofline), or None.
         flops: floating-point operations per shape, or None.
-        source: where the task came from (``builtin`` or a TritonBench path).
+        source: where the task came from (``builtin`` or ``tritonbench:PATH``).
+        call_style: ``dps`` or ``returns``; see the module docstring.
+        run: for ``returns``: ``run(module, inputs) -> tuple[Tensor, ...]``.
+        source_check: optional ``source_check(candidate_source, device) -> str | None``.
     """
 
     name: str
@@ -67,9 +94,37 @@ class Task:
     bytes_moved: Callable[[Shape], int] | None = None
     flops: Callable[[Shape], int] | None = None
     source: str = "builtin"
+    call_style: str = "dps"
+    run: Callable[[ModuleType, tuple], tuple] | None = None
+    source_check: Callable[[str, str], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.call_style not in CALL_STYLES:
+            raise ValueError(
+                f"task {self.name!r}: call_style must be one of {CALL_STYLES}, "
+                f"not {self.call_style!r}."
+            )
+        if self.call_style == "returns" and self.run is None:
+            raise ValueError(f"task {self.name!r}: call_style 'returns' needs a run callable.")
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
-        """(atol, rtol) for outputs of this dtype."""
+        """(atol, rtol) for outputs of this dtype (``float32`` or ``torch.float32``)."""
+        dtype_name = dtype_name.removeprefix("torch.")
         if dtype_name in self.tolerances:
             return self.tolerances[dtype_name]
         return DEFAULT_TOLERANCES.get(dtype_name, (1e-5, 1e-5))
+
+    def call(self, module: ModuleType, inputs: tuple, outputs: tuple | None = None) -> tuple:
+        """Run a candidate module on ``inputs`` and return its outputs as a tuple.
+
+        ``dps``: ``outputs`` (preallocated, poisoned by the caller) are required and are
+        written in place by ``module.<entry>(*inputs, *outputs)``, then returned.
+        ``returns``: ``outputs`` is ignored; the result of ``self.run(module, inputs)``.
+        """
+        if self.call_style == "dps":
+            if outputs is None:
+                raise ValueError(f"task {self.name!r} is destination-passing: pass outputs.")
+            getattr(module, self.entry)(*inputs, *outputs)
+            return tuple(outputs)
+        assert self.run is not None
+        return tuple(self.run(module, inputs))
