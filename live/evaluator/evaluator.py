@@ -1,0 +1,195 @@
+"""`Evaluator`: a pool of warm, sandboxed workers that judge candidates (parent side).
+
+Usage::
+
+    with Evaluator("builtin", device="auto", workers=1) as ev:
+        result = ev.evaluate("softmax", code, seed=0)
+
+Each candidate runs in a worker process (torch and triton already imported). Compile and run
+have their own timeouts; a hang is killed and classified ``timeout``, a crash ``runtime_error``
+("worker died: signal 11 (SIGSEGV)"); either way the worker is replaced by a fresh one that starts
+at once in the background, and the evaluator keeps serving.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import asdict, fields
+from typing import Any
+
+from live.evaluator.hashing import kernel_id
+from live.evaluator.result import EvalResult, failure
+from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.timing import TimingConfig
+
+_RESULT_FIELDS = {f.name for f in fields(EvalResult)}
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Evaluator:
+    """Evaluate candidates of the tasks in `task_spec` in sandboxed worker processes.
+
+    Args:
+        task_spec: ``builtin``, ``softmax,layernorm``, ``tritonbench:PATH`` or ``module:PKG.MOD``.
+        device: ``auto`` | ``cuda`` | ``cpu`` (CPU runs Triton's interpreter on ``cpu_shapes``).
+        workers: warm worker processes (concurrent ``evaluate`` calls from threads share them).
+        timeout_s: limit for checking and timing once the kernel compiled.
+        compile_timeout_s: limit for loading the module and the first call (JIT compile).
+        memory_limit_mb: host memory per worker (RLIMIT_AS on CPU, RSS watch + CUDA cap on GPU).
+        n_seeds: random input sets per check shape.
+        timing: repetition policy; defaults in `TimingConfig`.
+        startup_timeout_s: limit for a worker to import torch and triton.
+    """
+
+    def __init__(
+        self,
+        task_spec: str,
+        *,
+        device: str = "auto",
+        workers: int = 1,
+        timeout_s: float = 120.0,
+        compile_timeout_s: float = 120.0,
+        memory_limit_mb: int | None = None,
+        n_seeds: int = 3,
+        timing: TimingConfig | None = None,
+        startup_timeout_s: float = 300.0,
+    ):
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.task_spec = task_spec
+        self.device = resolve_device(device)
+        self.timeout_s = float(timeout_s)
+        self.compile_timeout_s = float(compile_timeout_s)
+        if memory_limit_mb is None:
+            memory_limit_mb = 16384 if self.device == "cpu" else 32768
+        self.memory_limit_mb = memory_limit_mb
+        self.n_seeds = n_seeds
+        self.timing = timing or TimingConfig()
+        self.startup_timeout_s = startup_timeout_s
+        self._idle: queue.Queue[WorkerProcess] = queue.Queue()
+        self._all: set[WorkerProcess] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.workers_started = 0
+        for _ in range(workers):
+            self._idle.put(self._spawn())
+
+    def _spawn(self) -> WorkerProcess:
+        worker = WorkerProcess(device=self.device, memory_limit_mb=self.memory_limit_mb,
+                               env_extra={})
+        with self._lock:
+            self._all.add(worker)
+            self.workers_started += 1
+        return worker
+
+    def _retire(self, worker: WorkerProcess) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+
+    @property
+    def device_info(self) -> dict[str, Any]:
+        """What a worker reported at start (device name, limits, versions); starts one if needed."""
+        worker = self._idle.get()
+        try:
+            worker.wait_ready(self.startup_timeout_s)
+            return dict(worker.info or {})
+        finally:
+            self._idle.put(worker)
+
+    def evaluate(
+        self,
+        task_name: str,
+        code: str,
+        *,
+        seed: int = 0,
+        baseline_code: str | None = None,
+    ) -> EvalResult:
+        """Judge `code` as a candidate for `task_name`; one `EvalResult` for every outcome.
+
+        The candidate is timed interleaved with the task's PyTorch reference, or with
+        `baseline_code` (another candidate, e.g. the task's k0) when given.
+        """
+        if self._closed:
+            raise RuntimeError("evaluator is closed")
+        started = time.perf_counter()
+        kid = kernel_id(code)
+        worker = self._idle.get()
+        healthy = False
+        try:
+            worker.wait_ready(self.startup_timeout_s)
+            ready_s = time.perf_counter() - started
+            result, healthy = self._run(worker, task_name, code, kid, seed, baseline_code)
+            latency = time.perf_counter() - started - ready_s
+            work = sum(x or 0.0 for x in (result.compile_s, result.check_s, result.timing_s))
+            return result.with_(eval_latency_s=latency,
+                                worker_overhead_s=max(0.0, latency - work),
+                                worker_recycled=not healthy,
+                                device_name=(worker.info or {}).get("device_name"))
+        finally:
+            if healthy and worker.alive:
+                self._idle.put(worker)
+            else:
+                self._retire(worker)
+                if not self._closed:
+                    self._idle.put(self._spawn())
+
+    def _run(self, worker: WorkerProcess, task_name: str, code: str, kid: str, seed: int,
+             baseline_code: str | None) -> tuple[EvalResult, bool]:
+        backend = "cuda" if self.device == "cuda" else "cpu-interpreter"
+        base = {"timing_backend": backend,
+                "baseline": "reference" if baseline_code is None else "k0"}
+        request = {"op": "evaluate", "task_spec": self.task_spec, "task_name": task_name,
+                   "code": code, "seed": seed, "n_seeds": self.n_seeds,
+                   "baseline_code": baseline_code, "timing": asdict(self.timing)}
+        if not worker.send(request):
+            got = worker._death()
+            return failure("runtime_error", kid, task_name, got.detail, **base), False
+        phase_timeout, phase = self.compile_timeout_s, "compile"
+        while True:
+            got = worker.receive(phase_timeout)
+            if got.kind == "timeout":
+                limit = self.compile_timeout_s if phase == "compile" else self.timeout_s
+                return failure("timeout", kid, task_name,
+                               f"{phase} exceeded {limit:g} s; worker killed", **base), False
+            if got.kind == "died":
+                return failure("runtime_error", kid, task_name, got.detail, **base), False
+            if got.kind == "memory":
+                return failure("runtime_error", kid, task_name,
+                               f"memory limit exceeded: {got.detail}", **base), False
+            tag, payload = got.message
+            if tag == "phase":
+                phase_timeout, phase = self.timeout_s, "run"
+                continue
+            values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
+            values.setdefault("timing_backend", backend)
+            values.setdefault("baseline", base["baseline"])
+            result = EvalResult(kernel_id=kid, task_id=task_name, **values)
+            return result, not payload.get("recycle", False)
+
+    def close(self) -> None:
+        """Stop every worker."""
+        self._closed = True
+        with self._lock:
+            workers = list(self._all)
+            self._all.clear()
+        for worker in workers:
+            worker.shutdown()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

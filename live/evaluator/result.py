@@ -1,0 +1,140 @@
+"""`EvalResult`: the one record the evaluator returns for every outcome (success or failure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+#: statuses the evaluator can return (a subset of kbsim.trace.schema.STATUSES)
+EVAL_STATUSES: tuple[str, ...] = (
+    "ok",
+    "compile_error",
+    "runtime_error",
+    "incorrect",
+    "timeout",
+    "rejected",
+)
+#: longest error message kept in a record
+MAX_ERROR_CHARS = 500
+
+
+def short_error(message: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """One message, whitespace collapsed, truncated to `limit` characters."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Outcome of evaluating one candidate for one task.
+
+    Timings are milliseconds; ``ms`` is the sum over timed shapes of per-shape medians and
+    ``speedup`` is Σ baseline ms / Σ candidate ms (TritonBench convention). ``timing_backend``
+    says what the numbers are: ``cuda`` (CUDA events on a GPU) or ``cpu-interpreter``
+    (wall clock under ``TRITON_INTERPRET=1``: never a GPU figure). Vectors hold NaN where a
+    dimension is unknown (for instance compile metadata under the interpreter).
+    """
+
+    status: str
+    kernel_id: str
+    task_id: str
+    error: str | None = None
+    correct: bool = False
+    ms: float | None = None
+    shape_ms: tuple[float, ...] | None = None
+    ref_ms: float | None = None
+    ref_shape_ms: tuple[float, ...] | None = None
+    speedup: float | None = None
+    timing_cv: float | None = None
+    timing_backend: str = "cpu-interpreter"
+    #: what the candidate was timed against: "reference" (the task's PyTorch code) or "k0"
+    baseline: str = "reference"
+    timing_reps: tuple[int, ...] | None = None
+    registers: int | None = None
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    phi: tuple[float, ...] | None = None
+    runtime_vec: tuple[float, ...] | None = None
+    eval_latency_s: float | None = None
+    worker_overhead_s: float | None = None
+    compile_s: float | None = None
+    check_s: float | None = None
+    timing_s: float | None = None
+    device_name: str | None = None
+    #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
+    worker_recycled: bool = False
+    shapes: tuple[dict[str, int], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.status not in EVAL_STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; expected one of {EVAL_STATUSES}")
+
+    def with_(self, **changes: Any) -> EvalResult:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict of every field."""
+        out = asdict(self)
+        for key, value in out.items():
+            if isinstance(value, tuple):
+                out[key] = list(value)
+        return out
+
+    def to_kernel_row(
+        self,
+        *,
+        run_id: str,
+        code: str,
+        parent_id: str | None = None,
+        strategy_chain: Sequence[str] = (),
+        hw_sig: Sequence[float] | None = None,
+        profile9: Sequence[float] | None = None,
+        profiler: str | None = None,
+    ) -> dict[str, Any]:
+        """One row of ``kbsim.trace.schema.KERNELS_SCHEMA`` (NaN stored as null)."""
+
+        def vec(values: Sequence[float] | None) -> list[float | None] | None:
+            return None if values is None else [_finite_or_none(v) for v in values]
+
+        profiled = hw_sig is not None or profile9 is not None
+        return {
+            "run_id": run_id,
+            "task_id": self.task_id,
+            "kernel_id": self.kernel_id,
+            "code": code,
+            "parent_id": parent_id,
+            "strategy_chain": list(strategy_chain),
+            "correct": bool(self.correct),
+            "ms": _finite_or_none(self.ms) if self.correct else None,
+            "shape_ms": list(self.shape_ms) if self.shape_ms is not None else None,
+            "timing_cv": _finite_or_none(self.timing_cv),
+            "timing_backend": self.timing_backend,
+            "registers": self.registers,
+            "shared_bytes": self.shared_bytes,
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+            "phi": vec(self.phi),
+            "runtime_vec": vec(self.runtime_vec),
+            "hw_sig": vec(hw_sig),
+            "profile9": vec(profile9),
+            "profiled": profiled,
+            "profiler": profiler if profiled else None,
+        }
+
+
+def failure(status: str, kernel_id: str, task_id: str, error: str, **extra: Any) -> EvalResult:
+    """A failed record with a short error message."""
+    return EvalResult(status=status, kernel_id=kernel_id, task_id=task_id,
+                      error=short_error(error), correct=False, **extra)

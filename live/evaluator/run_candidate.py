@@ -1,0 +1,251 @@
+"""Judge one candidate inside a worker: load, compile, check, time, read metadata.
+
+Returns a plain dict of ``EvalResult`` fields (plus ``recycle``) for every outcome; exceptions
+from the candidate are classified, never propagated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from live.evaluator.checks import as_tuple, check_call, poisoned_like
+from live.evaluator.loader import CandidateLoadError, load_candidate, unload_candidate
+from live.evaluator.metadata import (
+    DeviceLimits,
+    phi_vector,
+    read_compile_meta,
+    runtime_vector,
+    theoretical_occupancy_pct,
+)
+from live.evaluator.result import short_error
+from live.evaluator.task_source import resolve_task
+from live.evaluator.timing import (
+    Samples,
+    TimingConfig,
+    median,
+    robust_cv,
+    time_cpu,
+    time_cuda_interleaved,
+)
+
+_COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure",
+                        "UnsupportedLanguageConstruct", "PTXASError", "OutOfResources")
+_module_counter = itertools.count()
+
+
+class Outcome(Exception):
+    """A classified end of evaluation (status, message) raised from deep inside."""
+
+    def __init__(self, status: str, message: str, recycle: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.recycle = recycle
+
+
+def _describe(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    for frame in reversed(frames):
+        if "cand_" in Path(frame.filename).name:
+            where = f" (candidate line {frame.lineno})"
+            break
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def classify_exception(exc: BaseException, device: str = "cpu") -> Outcome:
+    """compile_error for Triton compiler failures, runtime_error otherwise.
+
+    Every runtime error recycles the worker: a CUDA fault poisons the context, and a candidate
+    that died half-way may have left state behind (patched modules, leaked memory).
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & set(_COMPILE_ERROR_TYPES):
+        return Outcome("compile_error", _describe(exc))
+    message = _describe(exc)
+    if "illegal memory access" in str(exc):
+        message = "illegal memory access: " + message
+    return Outcome("runtime_error", message, recycle=True)
+
+
+def _dps(task: Any) -> bool:
+    return getattr(task, "call_style", "dps") == "dps"
+
+
+class CandidateRunner:
+    """Evaluates requests for one device, caching tasks by (spec, name)."""
+
+    def __init__(self, device: str, info: dict[str, Any]):
+        self.device = device
+        self.info = info
+        self.limits = DeviceLimits(**info["limits"])
+        self._tasks: dict[tuple[str, str], Any] = {}
+
+    def _sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def _task(self, spec: str, name: str) -> Any:
+        key = (spec, name)
+        if key not in self._tasks:
+            self._tasks[key] = resolve_task(spec, name)
+        return self._tasks[key]
+
+    def evaluate(self, request: dict[str, Any], workdir: Path,
+                 on_compiled: Callable[[], None]) -> dict[str, Any]:
+        phases: dict[str, float] = {}
+        names: list[str] = []
+        try:
+            return self._evaluate(request, workdir, on_compiled, phases, names)
+        except Outcome as outcome:
+            return {"status": outcome.status, "error": short_error(outcome.message),
+                    "recycle": outcome.recycle, **phases}
+        except BaseException as exc:  # noqa: BLE001 - anything left is a runtime fault
+            outcome = classify_exception(exc, self.device)
+            return {"status": outcome.status, "error": short_error(outcome.message),
+                    "recycle": outcome.recycle, **phases}
+        finally:
+            for name in names:
+                unload_candidate(name)
+
+    def _load(self, code: str, workdir: Path, task: Any, names: list[str]) -> Any:
+        name = f"cand_{next(_module_counter)}"
+        names.append(name)
+        try:
+            return load_candidate(code, name, workdir, task.entry if _dps(task) else None)
+        except CandidateLoadError as exc:
+            raise Outcome("compile_error", str(exc)) from None
+
+    def _run_check(self, task: Any, module: Any, inputs: tuple, label: str) -> None:
+        def run(inputs_: tuple, outputs: list | None) -> tuple:
+            return task.call(module, inputs_, None if outputs is None else tuple(outputs))
+
+        try:
+            failure = check_call(run, task.reference, inputs, task.tolerance, self._sync,
+                                 destination_passing=_dps(task))
+        except Outcome:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            outcome = classify_exception(exc, self.device)
+            raise Outcome(outcome.status, f"{label}: {outcome.message}", outcome.recycle) from None
+        if failure is not None:
+            raise Outcome("incorrect", f"{label}: {failure.message}")
+
+    def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
+                  phases: dict[str, float], names: list[str]) -> dict[str, Any]:
+        task = self._task(request["task_spec"], request["task_name"])
+        seed = int(request["seed"])
+        n_seeds = int(request.get("n_seeds", 3))
+        dev = self.device
+        module = self._load(request["code"], workdir, task, names)
+        if dev == "cuda":
+            check_shapes = [dict(s) for s in task.test_shapes]
+            timed_shapes = [dict(s) for s in task.perf_shapes]
+        else:
+            check_shapes = [dict(s) for s in task.cpu_shapes]
+            timed_shapes = [dict(s) for s in task.cpu_shapes]
+        # several seeds on every check shape; each perf shape once more with its own seed
+        plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
+        if dev == "cuda":
+            plan += [(s, seed + 1000 + i) for i, s in enumerate(timed_shapes)]
+        started = time.perf_counter()
+        first_shape, first_seed = plan[0]
+        self._run_check(task, module, task.make_inputs(first_shape, first_seed, dev),
+                        f"shape {first_shape} seed {first_seed}")
+        phases["compile_s"] = time.perf_counter() - started
+        on_compiled()
+        started = time.perf_counter()
+        for shape, shape_seed in plan[1:]:
+            self._run_check(task, module, task.make_inputs(shape, shape_seed, dev),
+                            f"shape {shape} seed {shape_seed}")
+        source_check = getattr(task, "source_check", None)
+        if source_check is not None:
+            try:
+                problem = source_check(request["code"], dev)
+            except BaseException as exc:  # noqa: BLE001
+                outcome = classify_exception(exc, dev)
+                raise Outcome(outcome.status, f"source check: {outcome.message}",
+                              outcome.recycle) from None
+            if problem is not None:
+                raise Outcome("incorrect", f"source check: {problem}")
+        phases["check_s"] = time.perf_counter() - started
+
+        baseline_code = request.get("baseline_code")
+        base_module = None
+        if baseline_code is not None:
+            base_module = self._load(baseline_code, workdir, task, names)
+        config = TimingConfig(**request.get("timing", {}))
+        started = time.perf_counter()
+        shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
+        footprint = None
+        for shape in timed_shapes:
+            inputs = task.make_inputs(shape, seed, dev)
+            refs = as_tuple(task.reference(*inputs))
+            footprint = float(sum(x.numel() * x.element_size()
+                                  for x in (*inputs, *refs) if isinstance(x, torch.Tensor)))
+            outs = tuple(poisoned_like(r) for r in refs) if _dps(task) else None
+            cand_fn = (lambda i=inputs, o=outs: task.call(module, i, o))
+            if base_module is not None:
+                base_outs = tuple(poisoned_like(r) for r in refs) if _dps(task) else None
+                base_fn = (lambda i=inputs, o=base_outs: task.call(base_module, i, o))
+            else:
+                base_fn = (lambda i=inputs: task.reference(*i))
+            try:
+                if dev == "cuda":
+                    samples: Samples = time_cuda_interleaved(
+                        [base_fn, cand_fn], config, self.limits.l2_bytes)
+                else:
+                    samples = time_cpu([base_fn, cand_fn], config)
+            except BaseException as exc:  # noqa: BLE001
+                outcome = classify_exception(exc, dev)
+                raise Outcome(outcome.status, f"timing shape {shape}: {outcome.message}",
+                              outcome.recycle) from None
+            base_ms, cand_ms = samples.ms
+            ref_shape_ms.append(median(base_ms))
+            shape_ms.append(median(cand_ms))
+            cvs.append(robust_cv(cand_ms))
+            reps.append(len(cand_ms))
+        phases["timing_s"] = time.perf_counter() - started
+
+        ms = float(sum(shape_ms))
+        ref_ms = float(sum(ref_shape_ms))
+        weighted = sum(c * m for c, m in zip(cvs, shape_ms, strict=True))
+        timing_cv = float(weighted / ms) if ms > 0 else math.nan
+        meta = read_compile_meta(module)
+        occupancy = (theoretical_occupancy_pct(meta.registers, meta.shared_bytes or 0,
+                                               meta.num_warps, self.limits)
+                     if meta.registers is not None and meta.num_warps else math.nan)
+        last = timed_shapes[-1] if timed_shapes else {}
+        flops = float(task.flops(last)) if task.flops is not None and last else None
+        moved = float(task.bytes_moved(last)) if task.bytes_moved is not None and last else None
+        return {
+            "status": "ok",
+            "error": None,
+            "correct": True,
+            "ms": ms,
+            "shape_ms": tuple(shape_ms),
+            "ref_ms": ref_ms,
+            "ref_shape_ms": tuple(ref_shape_ms),
+            "speedup": ref_ms / ms if ms > 0 else None,
+            "timing_cv": timing_cv,
+            "timing_backend": "cuda" if dev == "cuda" else "cpu-interpreter",
+            "timing_reps": tuple(reps),
+            "registers": meta.registers,
+            "spills": meta.spills,
+            "shared_bytes": meta.shared_bytes,
+            "num_warps": meta.num_warps,
+            "num_stages": meta.num_stages,
+            "phi": phi_vector(ms, meta, self.limits),
+            "runtime_vec": runtime_vector(ms, footprint, flops, moved, meta, occupancy),
+            "shapes": tuple(timed_shapes),
+            "recycle": False,
+            **phases,
+        }

@@ -1,0 +1,203 @@
+"""One sandboxed worker process, seen from the evaluator (parent side; no torch here).
+
+The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API keys,
+tokens, secrets or passwords), in its own session (so a kill takes its children too), with core
+dumps off and, on CPU, an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge
+virtual address space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls
+the worker's resident memory instead and the worker caps its CUDA allocator at the same limit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from live.evaluator.protocol import read_frame_fd, write_frame
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+_SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "HF_", "HUGGING", "AWS_", "AZURE_", "GOOGLE_",
+                    "GH_", "GITHUB_", "WANDB_", "GCP_", "COHERE_", "MISTRAL_", "GROQ_")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_POLL_S = 0.05
+
+
+def scrubbed_env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """`base` without anything that looks like a credential, plus `extra`."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if not _SECRET_NAME.search(name) and not name.upper().startswith(_SECRET_PREFIXES)
+    }
+    env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class Received:
+    """What waiting on a worker produced: a message, or why there is none."""
+
+    kind: str  # "message" | "timeout" | "died" | "memory"
+    message: Any = None
+    detail: str = ""
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return "unknown"
+
+
+class WorkerProcess:
+    """A warm worker: spawned at once, ready when it has imported torch and triton."""
+
+    def __init__(self, *, device: str, memory_limit_mb: int | None, env_extra: dict[str, str]):
+        self.device = device
+        self.memory_limit_mb = memory_limit_mb
+        self.info: dict[str, Any] | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="kb-worker-", suffix=".log", delete=False)
+        pythonpath = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
+        )
+        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "KB_DEVICE": device,
+                 "PYTHONFAULTHANDLER": "1", **env_extra}
+        if memory_limit_mb:
+            extra["KB_MEMORY_LIMIT_MB"] = str(memory_limit_mb)
+        if device == "cpu":
+            extra["TRITON_INTERPRET"] = "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "live.evaluator.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=scrubbed_env(dict(os.environ), extra),
+            cwd=tempfile.gettempdir(),
+            start_new_session=True,
+            preexec_fn=self._limits,
+        )
+        self.started_at = time.perf_counter()
+
+    def _limits(self) -> None:  # runs in the child between fork and exec
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.device == "cpu" and self.memory_limit_mb:
+            limit = int(self.memory_limit_mb) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, n_chars: int = 300) -> str:
+        try:
+            text = Path(self._log.name).read_text(errors="replace")
+        except OSError:
+            return ""
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        fatal = [ln for ln in lines if ln.startswith(("Fatal Python error", "Traceback"))]
+        noise = ("Extension modules", "File ", "Current")
+        useful = [ln for ln in lines if not ln.startswith(noise)]
+        picked = fatal[-1:] + [ln for ln in useful[-2:] if ln not in fatal[-1:]]
+        return " | ".join(picked)[-n_chars:]
+
+    def send(self, message: Any) -> bool:
+        try:
+            write_frame(self.proc.stdin, message)  # type: ignore[arg-type]
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def _rss_mb(self) -> float:
+        try:
+            import psutil
+
+            return psutil.Process(self.proc.pid).memory_info().rss / 2**20
+        except Exception:  # noqa: BLE001 - the process may be gone already
+            return 0.0
+
+    def receive(self, timeout_s: float) -> Received:
+        """Wait up to `timeout_s` for one message, watching for death and memory use."""
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        deadline = time.perf_counter() + timeout_s
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return Received("timeout")
+            readable, _, _ = select.select([fd], [], [], min(remaining, _POLL_S * 4))
+            if readable:
+                message = read_frame_fd(fd)
+                if message is None:
+                    return self._death()
+                return Received("message", message)
+            if self.proc.poll() is not None:
+                return self._death()
+            if self.device != "cpu" and self.memory_limit_mb:
+                rss_mb = self._rss_mb()
+                if rss_mb > self.memory_limit_mb:
+                    return Received("memory", detail=f"host memory {rss_mb:.0f} MB > limit "
+                                                     f"{self.memory_limit_mb} MB")
+
+    def _death(self) -> Received:
+        try:
+            returncode = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            returncode = self.proc.returncode
+        if returncode is not None and returncode < 0:
+            detail = f"worker died: signal {-returncode} ({_signal_name(returncode)})"
+        else:
+            detail = f"worker died: exit code {returncode}"
+        tail = self.log_tail()
+        return Received("died", detail=f"{detail}; {tail}" if tail else detail)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the worker has imported torch/triton; raise if it cannot start."""
+        if self.info is not None:
+            return
+        got = self.receive(timeout_s)
+        if got.kind != "message" or got.message[0] != "ready":
+            self.kill()
+            raise RuntimeError(f"evaluator worker failed to start ({got.kind}): {got.detail}")
+        self.info = got.message[1]
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        self._log.close()
+        try:
+            os.unlink(self._log.name)
+        except OSError:
+            pass
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        if self.proc.poll() is None:
+            self.send({"op": "exit"})
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()

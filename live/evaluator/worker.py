@@ -1,0 +1,93 @@
+"""The worker process: ``python -m live.evaluator.worker`` (started by `sandbox.WorkerProcess`).
+
+It imports torch and triton once, says ``ready``, then serves ``evaluate`` requests one at a time
+over stdin/stdout frames (the candidate's own prints go to stderr, a log file). Each candidate
+runs in a fresh temp dir as cwd. After a runtime fault (CUDA errors poison the context) it
+answers, then exits, and the parent starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _protocol_streams():
+    proto_in = os.fdopen(os.dup(0), "rb")
+    proto_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # candidate prints must not corrupt the protocol
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    return proto_in, proto_out
+
+
+def _device_info(device: str) -> dict[str, Any]:
+    import torch
+
+    from live.evaluator.metadata import DeviceLimits
+
+    if device != "cuda":
+        return {"device": "cpu", "device_name": "cpu (TRITON_INTERPRET=1)",
+                "limits": DeviceLimits(name="cpu").__dict__}
+    props = torch.cuda.get_device_properties(0)
+    limits = DeviceLimits(
+        name=props.name,
+        sm_count=props.multi_processor_count,
+        max_threads_per_sm=getattr(props, "max_threads_per_multi_processor", 2048),
+        regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
+        shared_bytes_per_sm=getattr(props, "shared_memory_per_multiprocessor", 233472),
+        l2_bytes=getattr(props, "L2_cache_size", 50 * 1024 * 1024),
+    )
+    return {"device": "cuda", "device_name": props.name, "limits": limits.__dict__,
+            "capability": f"{props.major}.{props.minor}", "torch": torch.__version__}
+
+
+def main() -> None:
+    proto_in, proto_out = _protocol_streams()
+    from live.evaluator.protocol import read_frame_fd, write_frame
+
+    device = os.environ.get("KB_DEVICE", "cpu")
+    import torch
+    import triton  # noqa: F401 - warm import, the reason workers exist
+
+    limit_mb = os.environ.get("KB_MEMORY_LIMIT_MB")
+    if device == "cuda" and limit_mb:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, int(limit_mb) * 2**20 / total))
+    info = _device_info(device)
+    info["triton"] = triton.__version__
+    from live.evaluator.run_candidate import CandidateRunner
+
+    runner = CandidateRunner(device=device, info=info)
+    home = Path(tempfile.mkdtemp(prefix="kb-worker-"))
+    write_frame(proto_out, ("ready", info))
+    while True:
+        request = read_frame_fd(proto_in.fileno())
+        if request is None or request.get("op") == "exit":
+            break
+        workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
+        os.chdir(workdir)
+        started = time.perf_counter()
+        try:
+            response = runner.evaluate(
+                request, workdir, on_compiled=lambda: write_frame(proto_out, ("phase", "compiled"))
+            )
+        finally:
+            os.chdir(home)
+            shutil.rmtree(workdir, ignore_errors=True)
+        response["worker_s"] = time.perf_counter() - started
+        write_frame(proto_out, ("result", response))
+        if response.get("recycle"):
+            break
+    shutil.rmtree(home, ignore_errors=True)
+    proto_out.flush()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
