@@ -34,7 +34,16 @@ class Proposal:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    cost_usd: float = 0.0
+    #: None when the model's price is unknown (never a made-up price); 0.0 for LLM-free proposers
+    cost_usd: float | None = 0.0
+    #: HTTP requests made for this proposal (retries included); 0 when none (mutate, cassette)
+    attempts: int = 0
+    #: what the proposer did, in words (mutate: the edits; openai: retry history); for logs
+    detail: str | None = None
+
+
+#: every status a proposal can end with (a subset of kbsim.trace.schema.STATUSES)
+PROPOSAL_STATUSES: tuple[str, ...] = ("ok", "llm_error", "no_code", "not_applicable")
 
 
 class Proposer(Protocol):
