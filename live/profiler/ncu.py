@@ -1,0 +1,248 @@
+"""Nsight Compute profiler: hardware signature h(k) and the 9-dim v1 profile of a candidate.
+
+``ncu --csv --page raw --metrics ... python -m live.profiler.target ...`` runs the candidate on one
+representative performance shape (the middle one), filtered to the candidate's own Triton kernels,
+over several launches; metrics are averaged weighted by each launch's duration. Results are cached
+by (task, kernel_id) as JSON. Where ncu is missing or refuses (no GPU, container without counter
+access, ``ERR_NVGPUCTRPERM``), the profiler says "unavailable" once (a log warning) and returns
+``profiled=False`` from then on, so the run goes on and policies fall back to unmasked arms.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from live.evaluator.hashing import kernel_id
+from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
+from live.profiler.csv_parse import duration_weighted, parse_raw_csv
+from live.profiler.metrics import NCU_METRICS, base_name, hw_signature, profile9
+
+log = logging.getLogger(__name__)
+
+#: ncu output that means "this machine will not let us profile" (not the candidate's fault)
+_REFUSALS = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "Failed to initialize the profiler",
+             "not supported on this", "Profiling is not supported", "Insufficient privileges",
+             "No CUDA-capable device")
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """What the profiler learned about one kernel (NaN where a metric was unavailable)."""
+
+    kernel_id: str
+    task_id: str
+    profiled: bool
+    profiler: str | None = None
+    hw_sig: tuple[float, float, float] | None = None
+    profile9: tuple[float, ...] | None = None
+    l1_pct: float | None = None
+    achieved_occupancy_pct: float | None = None
+    registers_per_thread: float | None = None
+    bank_conflicts: float | None = None
+    metrics: dict[str, float] | None = None
+    n_launches: int = 0
+    kernel_names: tuple[str, ...] = ()
+    error: str | None = None
+    latency_s: float | None = None
+    cached: bool = False
+
+
+def triton_kernel_names(code: str) -> list[str]:
+    """Names of the functions decorated with ``triton.jit`` / ``autotune`` / ``heuristics``."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            if any(re.search(r"\b(jit|autotune|heuristics)\b", d) for d in decorators):
+                names.append(node.name)
+    return names
+
+
+def result_from_csv(text: str, *, kid: str, task_id: str, profiler: str) -> ProfileResult:
+    """A ProfileResult from raw CSV text (``profiled=False`` if no launch was captured)."""
+    launches = parse_raw_csv(text)
+    if not launches:
+        return ProfileResult(kid, task_id, profiled=False, profiler=profiler,
+                             error="no kernel launch captured by ncu")
+    means = duration_weighted(launches)
+    p9 = profile9(means)
+
+    def opt(key: str) -> float | None:
+        value = means.get(key)
+        return value if value is not None and math.isfinite(value) else None
+
+    return ProfileResult(
+        kernel_id=kid, task_id=task_id, profiled=True, profiler=profiler,
+        hw_sig=hw_signature(means), profile9=p9, l1_pct=opt("l1_pct"),
+        achieved_occupancy_pct=opt("achieved_occupancy_pct"),
+        registers_per_thread=opt("registers_per_thread"),
+        bank_conflicts=p9[6] if math.isfinite(p9[6]) else None,
+        metrics=means, n_launches=len(launches),
+        kernel_names=tuple(sorted({lc.kernel_name for lc in launches})),
+    )
+
+
+class NcuProfiler:
+    """Profile candidates of `task_spec` with Nsight Compute; see the module docstring."""
+
+    def __init__(self, task_spec: str, *, cache_dir: str | Path | None = None,
+                 timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
+                 device: str = "cuda"):
+        self.task_spec = task_spec
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.timeout_s = timeout_s
+        self.launches = launches
+        self.device = device
+        self.ncu_path = ncu_path or shutil.which("ncu") or _default_ncu()
+        self.unavailable_reason: str | None = None
+        self._metrics: list[str] | None = None
+        self.last_raw_csv: str | None = None
+        if device != "cuda":
+            self._mark_unavailable("no CUDA device (CPU mode)")
+        elif self.ncu_path is None:
+            self._mark_unavailable("ncu not found on PATH")
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason is None
+
+    @property
+    def name(self) -> str:
+        return "ncu"
+
+    def _mark_unavailable(self, reason: str) -> None:
+        if self.unavailable_reason is None:
+            self.unavailable_reason = reason
+            log.warning("Nsight Compute unavailable (%s): continuing with profiled=false", reason)
+
+    def _cache_path(self, task_id: str, kid: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", task_id) / f"{kid}.json"
+
+    def metrics(self) -> list[str]:
+        """The metrics to ask for: ours, minus those this ncu/GPU does not know."""
+        if self._metrics is None:
+            wanted = list(NCU_METRICS.values())
+            known = self._query_metric_names()
+            self._metrics = [m for m in wanted if not known or base_name(m) in known]
+        return self._metrics
+
+    def _query_metric_names(self) -> set[str]:
+        try:
+            proc = subprocess.run([self.ncu_path, "--query-metrics"], capture_output=True,
+                                  text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return set()
+        names = set()
+        for line in proc.stdout.splitlines():
+            tokens = line.split()
+            if tokens and "__" in tokens[0]:
+                names.add(tokens[0])
+        return names
+
+    def profile(self, task_name: str, code: str) -> ProfileResult:
+        """Profile one candidate (cached by kernel_id); never raises for the candidate's faults."""
+        kid = kernel_id(code)
+        if not self.available:
+            return ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
+        cache = self._cache_path(task_name, kid)
+        if cache is not None and cache.exists():
+            data = json.loads(cache.read_text())
+            data["hw_sig"] = tuple(data["hw_sig"]) if data.get("hw_sig") else None
+            data["profile9"] = tuple(data["profile9"]) if data.get("profile9") else None
+            data["kernel_names"] = tuple(data.get("kernel_names", ()))
+            return ProfileResult(**{**data, "cached": True})
+        started = time.perf_counter()
+        result = self._run_ncu(task_name, code, kid)
+        result = ProfileResult(**{**asdict(result), "latency_s": time.perf_counter() - started})
+        if cache is not None and result.profiled:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(result), default=_json_default))
+            tmp.replace(cache)
+        return result
+
+    def _run_ncu(self, task_name: str, code: str, kid: str) -> ProfileResult:
+        result = self._run_ncu_once(task_name, code, kid)
+        unknown = set(re.findall(r"[Ff]ailed to find metric[s]?:? *([\w.]+)", result.error or ""))
+        if not result.profiled and unknown and self._metrics:
+            self._metrics = [m for m in self._metrics if m not in unknown]
+            result = self._run_ncu_once(task_name, code, kid)
+        return result
+
+    def _run_ncu_once(self, task_name: str, code: str, kid: str) -> ProfileResult:
+        names = triton_kernel_names(code)
+        workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-"))
+        try:
+            code_path = workdir / "candidate.py"
+            code_path.write_text(code)
+            command = [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
+                       "--target-processes", "all", "--metrics", ",".join(self.metrics())]
+            if names:
+                command += ["--kernel-name", "regex:^(" + "|".join(names) + ")$",
+                            "--launch-count", str(self.launches * len(names))]
+            else:
+                command += ["--launch-count", str(self.launches)]
+            command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
+                        self.task_spec, "--task", task_name, "--code", str(code_path),
+                        "--calls", str(self.launches + 1)]
+            env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, cwd=workdir, env=env, start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                return ProfileResult(kid, task_name, profiled=False, profiler=self.name,
+                                     error=f"ncu exceeded {self.timeout_s:g} s")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        self.last_raw_csv = stdout
+        both = stdout + "\n" + stderr
+        refusal = next((r for r in _REFUSALS if r in both), None)
+        if refusal is not None:
+            self._mark_unavailable(f"ncu refused: {refusal}")
+            return ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
+        result = result_from_csv(stdout, kid=kid, task_id=task_name, profiler=self.name)
+        if not result.profiled:
+            errors = [ln for ln in both.splitlines() if "ERROR" in ln]
+            tail = " | ".join(errors[-3:] or both.strip().splitlines()[-3:])
+            return ProfileResult(**{**asdict(result),
+                                    "error": f"{result.error}; exit {proc.returncode}: "
+                                             f"{tail[-400:]}"})
+        return result
+
+
+def _default_ncu() -> str | None:
+    for candidate in sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True):
+        if candidate.exists():
+            return str(candidate)
+    for candidate in ("/usr/local/cuda/bin/ncu",):
+        if Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
