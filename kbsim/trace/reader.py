@@ -131,6 +131,8 @@ def read_table_dir(
     Only `columns` are read when given (schema checks still cover every column, from the
     footers); row-level checks need every column and run only when `columns` is None.
     """
+    if columns is not None and not columns:
+        raise ValueError("read at least one column (Arrow tables without columns lose their rows)")
     schema = checks.SCHEMAS[table_name]
     wanted = list(columns) if columns is not None else schema.names
     target = pa.schema([schema.field(name) for name in wanted], metadata=schema.metadata)

@@ -293,13 +293,17 @@ class TraceWriter:
         """Every kernel on disk (appended rows are included once flushed)."""
         return self._read_existing("kernels", None)
 
-    def close(self) -> None:
-        """Flush, stamp `end_time` in the manifest and release the dataset. Idempotent."""
+    def close(self, *, end_time: str | None = "now") -> None:
+        """Flush, stamp `end_time` in the manifest and release the dataset. Idempotent.
+
+        `end_time` "now" stamps the current UTC time; any other value is written as given
+        (merge keeps its inputs' end time, None for a run that never finished).
+        """
         if self._closed:
             return
         try:
             self.flush()
-            self.manifest["end_time"] = utc_now_iso()
+            self.manifest["end_time"] = utc_now_iso() if end_time == "now" else end_time
             write_manifest(self.path, self.manifest)
         finally:
             self._closed = True

@@ -1,15 +1,211 @@
-"""`kernelband traces ...` (filled in by the foundation issue's trace store)."""
+"""`kernelband traces info|validate|merge|head`: thin wrappers over kbsim.trace.
+
+Every failure on bad input is one line on stderr and exit status 1, never a traceback (set
+KERNELBAND_DEBUG=1 to see one).
+"""
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import click
+
+_DEFAULT_HEAD_COLUMNS = "run_id,task_id,step,strategy,parent_id,child_id,status,parent_ms,child_ms,speedup_vs_ref,reward"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _clean_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn any exception into one line on stderr and exit 1 (bad data is the usual cause)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from kbsim.trace.reader import TraceError
+
+        try:
+            return command(*args, **kwargs)
+        except TraceError as err:
+            for problem in err.problems:
+                click.echo(f"invalid: {problem}", err=True)
+            sys.exit(1)
+        except (ValueError, OSError) as err:
+            if os.environ.get("KERNELBAND_DEBUG"):
+                raise
+            _fail(str(err))
+        except Exception as err:  # noqa: BLE001  -- the CLI promises no tracebacks
+            if os.environ.get("KERNELBAND_DEBUG"):
+                raise
+            _fail(f"unexpected {type(err).__name__}: {err} (KERNELBAND_DEBUG=1 shows a traceback)")
+
+    return wrapper
+
+
+_DATASETS = click.argument(
+    "datasets", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False)
+)
 
 
 @click.group()
 def traces() -> None:
     """Inspect, validate and merge trace datasets.
 
+    A dataset is a directory with manifest.json, steps/*.parquet and kernels/*.parquet
+    (schema v1, see traces/SCHEMA.md).
+
+    \b
+    Example:
+        kernelband traces validate traces/explore-h100
+        kernelband traces info traces/explore-h100 traces/explore-a100
+    """
+
+
+def _format_speedup(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}x"
+
+
+@traces.command()
+@_DATASETS
+@_clean_errors
+def info(datasets: tuple[Path, ...]) -> None:
+    """Per task: attempts, status counts, best speedup vs reference, runs and hardware.
+
+    Reads only the columns it needs; several datasets are summarised together.
+
+    \b
+    Example:
+        kernelband traces info traces/explore-h100
+    """
+    from kbsim.trace.summary import summarize_trace, summary_table
+
+    summary = summarize_trace(list(datasets))
+    click.echo(
+        f"{summary.n_datasets} dataset(s), {summary.n_runs} run(s), {len(summary.tasks)} task(s), "
+        f"{summary.n_steps:,} steps, {summary.n_kernels:,} kernels"
+    )
+    table = summary_table(summary)
+    header = table.column_names
+    rows = [
+        [
+            _format_speedup(value) if name == "best_speedup" else str(value)
+            for name, value in zip(header, row, strict=True)
+        ]
+        for row in zip(*(table.column(n).to_pylist() for n in header), strict=True)
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    text_columns = {"task_id", "hardware"}
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if name in text_columns else cell.rjust(w)
+            for name, cell, w in zip(header, cells, widths, strict=True)
+        ).rstrip()
+
+    click.echo(line(header))
+    for row in rows:
+        click.echo(line(row))
+
+
+@traces.command()
+@_DATASETS
+@_clean_errors
+def validate(datasets: tuple[Path, ...]) -> None:
+    """Check datasets against schema v1; exit 1 with one sentence per problem if any.
+
+    Checks the manifest, every part file's columns and types, statuses, runtimes of ok
+    attempts, rewards, duplicate steps and kernels, run ids and child kernels.
+
     \b
     Example:
         kernelband traces validate traces/explore-h100
     """
+    from kbsim.trace.reader import load_trace
+
+    data = load_trace(list(datasets))
+    click.echo(f"valid: {data.steps.num_rows} steps, {data.kernels.num_rows} kernels")
+
+
+@traces.command()
+@_DATASETS
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="New dataset directory to write.",
+)
+@_clean_errors
+def merge(datasets: tuple[Path, ...], out: Path) -> None:
+    """Merge datasets into a new one; colliding run ids are renamed (run -> run-2).
+
+    Identical runs found in several inputs are kept once; kernels are deduplicated by
+    (task_id, kernel_id).
+
+    \b
+    Example:
+        kernelband traces merge traces/explore-h100 traces/explore-a100 --out traces/explore-all
+    """
+    from kbsim.trace.merge import merge_traces
+    from kbsim.trace.reader import load_trace
+
+    merge_traces(list(datasets), out)
+    data = load_trace(out)
+    runs = data.manifests[0].get("runs", {})
+    click.echo(
+        f"merged {len(datasets)} dataset(s) into {out}: {data.steps.num_rows} steps, "
+        f"{data.kernels.num_rows} kernels, {len(data.run_ids)} run(s)"
+    )
+    for run_id, details in runs.items():
+        if details.get("original_run_id") != run_id:
+            click.echo(
+                f"renamed run {details['original_run_id']!r} of {details['source']} to {run_id!r}"
+            )
+
+
+@traces.command()
+@click.argument("dataset", type=click.Path(path_type=Path, file_okay=False))
+@click.option("-n", "--rows", "n_rows", default=10, show_default=True, help="Rows to show.")
+@click.option("--kernels", is_flag=True, help="Show the kernels table instead of steps.")
+@click.option(
+    "-c",
+    "--columns",
+    default=None,
+    help="Comma-separated columns to show (default: a readable subset; 'all' for every one).",
+)
+@_clean_errors
+def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None:
+    """Show the first rows of a dataset's steps (or kernels) table.
+
+    \b
+    Example:
+        kernelband traces head traces/explore-h100 -n 5
+        kernelband traces head traces/explore-h100 --kernels -c task_id,kernel_id,ms,correct
+    """
+    from kbsim.trace.reader import load_trace
+    from kbsim.trace.schema import KERNELS_SCHEMA, STEPS_SCHEMA
+
+    schema = KERNELS_SCHEMA if kernels else STEPS_SCHEMA
+    if columns is None:
+        columns = (
+            "task_id,kernel_id,parent_id,correct,ms,timing_backend"
+            if kernels
+            else (_DEFAULT_HEAD_COLUMNS)
+        )
+    names = schema.names if columns == "all" else [c.strip() for c in columns.split(",")]
+    unknown = [name for name in names if name not in schema.names]
+    if unknown:
+        _fail(f"unknown column {unknown[0]!r}; columns are: {', '.join(schema.names)}")
+    if kernels:
+        data = load_trace(dataset, steps_columns=["task_id"], kernels_columns=names)
+        table = data.kernels
+    else:
+        data = load_trace(dataset, steps_columns=names, kernels_columns=["task_id"])
+        table = data.steps
+    frame = table.slice(0, max(n_rows, 0)).to_pandas()
+    click.echo(frame.to_string(index=False, max_colwidth=40))
