@@ -1,1 +1,45 @@
-"""policies."""
+"""Bandit policies of kbsim: one compiled implementation (numba) and a readable reference.
+
+- `spec`: policy names, parameters and their defaults, `parse_policy("kernelband-v2:K=5")`.
+- `state`: `Pool` (the candidate pool, owned by the caller) and `PolicyState` (plain arrays).
+- `kernels`: THE compiled `select` / `update` / `representatives` / `prepare` (live and replay).
+- `reference`: plain-Python twins (`select_ref`, `update_ref`, ...) that document the math and
+  draw the same random numbers, so tests hold both step-for-step identical.
+
+Additions to the API contract (nothing in it was changed):
+- `prepare(kind, fparams, iparams, state, pool, rng)`: the re-clustering / assignment / mask
+  refresh that `select` runs first, exposed so the live runner can profile `representatives`
+  before the arm is chosen.
+- `new_state(..., target=None)`: hardware dim per strategy (needed only when n_strategies != 6).
+- `pool_add` returns -1 when the pool is full; `select` returns (-1, -1, -1, NaN) on an empty
+  pool; `cluster` is -1 for policies without clusters (bon, greedy, random, ucb-flat, explore).
+"""
+
+from kbsim.policies.kernels import prepare, representatives, select, update
+from kbsim.policies.spec import POLICY_NAMES, PolicySpec, parse_policy
+from kbsim.policies.state import (
+    PolicyState,
+    Pool,
+    copy_pool,
+    copy_state,
+    new_pool,
+    new_state,
+    pool_add,
+)
+
+__all__ = [
+    "POLICY_NAMES",
+    "Pool",
+    "PolicySpec",
+    "PolicyState",
+    "copy_pool",
+    "copy_state",
+    "new_pool",
+    "new_state",
+    "parse_policy",
+    "pool_add",
+    "prepare",
+    "representatives",
+    "select",
+    "update",
+]

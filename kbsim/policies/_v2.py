@@ -1,0 +1,319 @@
+"""Compiled KernelBand v2 family: clustering, masks, arm rules (UCB, eps-greedy, Thompson),
+softmax parent sampling. The math is documented in `kbsim.policies.reference`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from kbsim.policies._kmeans import kmeanspp_seed, lloyd, match_labels, nearest_row, zscore
+from kbsim.policies.spec import (
+    F_C,
+    F_EPS,
+    F_TEMPERATURE,
+    F_THETA,
+    I_ITERS,
+    I_K,
+    I_MASK,
+    I_TAU,
+    KIND_EPS_GREEDY,
+    KIND_THOMPSON,
+)
+from kbsim.rng import rand_beta, rand_int, rand_uniform
+
+
+@njit(cache=True)
+def _add_member(state, idx, c) -> None:
+    state.assign[idx] = c
+    state.members[c, state.size[c]] = idx
+    state.size[c] += 1
+    if state.rep[c] < 0:
+        state.rep[c] = idx
+        state.mask_dirty[0] = 1
+
+
+@njit(cache=True)
+def recluster_v2(iparams, state, pool, rng) -> None:
+    """k-means++ then Lloyd on z-scored phi of the whole pool; relabel to follow old clusters;
+    representatives = member nearest its centre."""
+    n = pool.n[0]
+    K = iparams[I_K]
+    D = state.zmean.shape[0]
+    had = state.clustered[0] == 1
+    old = state.centroids
+    if had:  # old centres to raw phi space, before the z-scoring changes
+        for c in range(K):
+            for d in range(D):
+                old[c, d] = old[c, d] * state.zstd[d] + state.zmean[d]
+    z = state.sc_z
+    zscore(pool.phi, n, state.zmean, state.zstd, z)
+    if had:  # ... and into the new z-space
+        for c in range(K):
+            for d in range(D):
+                old[c, d] = (old[c, d] - state.zmean[d]) / state.zstd[d]
+    cent = state.sc_cent
+    labels = state.sc_i
+    kmeanspp_seed(z, n, K, cent, state.sc_f, rng)
+    lloyd(z, n, K, cent, labels, state.sc_acc, state.sc_cnt, iparams[I_ITERS])
+    perm = np.arange(K)
+    if had:
+        match_labels(cent, old, K, perm)
+    for j in range(K):
+        state.centroids[perm[j], :] = cent[j, :]
+    state.size[:] = 0
+    state.rep[:] = -1
+    for i in range(n):
+        c = perm[labels[i]]
+        state.assign[i] = c
+        state.members[c, state.size[c]] = i
+        state.size[c] += 1
+    for c in range(K):
+        best = np.inf
+        for j in range(state.size[c]):
+            i = state.members[c, j]
+            d2 = 0.0
+            for d in range(D):
+                diff = z[i, d] - state.centroids[c, d]
+                d2 += diff * diff
+            if d2 < best:
+                best = d2
+                state.rep[c] = i
+    state.n_seen[0] = n
+    state.clustered[0] = 1
+    state.last_cluster_t[0] = state.t[0]
+    state.mask_dirty[0] = 1
+
+
+@njit(cache=True)
+def compute_mask_v2(fparams, iparams, state, pool) -> None:
+    """M[i,s] = 0 where rep(i)'s h[target(s)] >= theta_sat (NaN: open); a non-empty cluster with
+    every arm closed reopens the strategies whose target is least saturated; empty: closed."""
+    K, S = state.mask.shape
+    masking = iparams[I_MASK] == 1
+    pending = 0
+    for c in range(K):
+        if state.size[c] == 0:
+            for s in range(S):
+                state.mask[c, s] = 0
+            continue
+        r = state.rep[c]
+        hw_known = True
+        for d in range(3):
+            if not pool.hw[r, d] == pool.hw[r, d]:
+                hw_known = False
+        if masking and not hw_known:
+            pending = 1
+        n_open = 0
+        for s in range(S):
+            dim = state.target[s]
+            closed = masking and pool.hw[r, dim] >= fparams[F_THETA + dim]
+            state.mask[c, s] = 0 if closed else 1
+            n_open += state.mask[c, s]
+        if n_open == 0:
+            least = np.inf
+            for s in range(S):
+                dim = state.target[s]
+                over = pool.hw[r, dim] - fparams[F_THETA + dim]
+                if over < least:
+                    least = over
+            for s in range(S):
+                dim = state.target[s]
+                if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
+                    state.mask[c, s] = 1
+    state.mask_dirty[0] = pending
+
+
+@njit(cache=True)
+def prepare_v2(fparams, iparams, state, pool, rng) -> None:
+    """Re-cluster when due (pool >= 2K and tau steps since the last one), else assign members
+    added since the last call to their nearest centre (cluster 0 before the first clustering);
+    then refresh the mask if needed."""
+    n = pool.n[0]
+    K = iparams[I_K]
+    due = state.clustered[0] == 0 or state.t[0] - state.last_cluster_t[0] >= iparams[I_TAU]
+    if n >= 2 * K and due:
+        recluster_v2(iparams, state, pool, rng)
+    elif state.n_seen[0] < n:
+        D = state.zmean.shape[0]
+        zrow = state.sc_acc  # row 0 as scratch
+        for i in range(state.n_seen[0], n):
+            c = 0
+            if state.clustered[0] == 1:
+                for d in range(D):
+                    v = pool.phi[i, d]
+                    zrow[0, d] = (v - state.zmean[d]) / state.zstd[d] if v == v else 0.0
+                c = nearest_row(zrow, 0, state.centroids, K)
+            _add_member(state, i, c)
+        state.n_seen[0] = n
+    if state.mask_dirty[0] == 1:
+        compute_mask_v2(fparams, iparams, state, pool)
+
+
+@njit(cache=True)
+def _ucb_arm(fparams, state):
+    K, S = state.mu.shape
+    log_t = math.log(state.t[0] + 1.0)
+    c = fparams[F_C]
+    best = -np.inf
+    bc = -1
+    bs = -1
+    for i in range(K):
+        for s in range(S):
+            if state.mask[i, s] == 1:
+                v = state.mu[i, s] + c * math.sqrt(log_t / state.cnt[i, s])
+                if v > best:
+                    best = v
+                    bc = i
+                    bs = s
+    return bc, bs, 1.0
+
+
+@njit(cache=True)
+def _eps_arm(fparams, state, rng):
+    K, S = state.mu.shape
+    eps = fparams[F_EPS]
+    n_open = 0
+    best = -np.inf
+    gc = -1
+    gs = -1
+    for i in range(K):
+        for s in range(S):
+            if state.mask[i, s] == 1:
+                n_open += 1
+                if state.mu[i, s] > best:
+                    best = state.mu[i, s]
+                    gc = i
+                    gs = s
+    u = rand_uniform(rng)
+    bc = gc
+    bs = gs
+    if u < eps:
+        j = rand_int(rng, n_open)
+        for i in range(K):
+            for s in range(S):
+                if state.mask[i, s] == 1:
+                    if j == 0:
+                        bc = i
+                        bs = s
+                    j -= 1
+    p = eps / n_open + ((1.0 - eps) if (bc == gc and bs == gs) else 0.0)
+    return bc, bs, p
+
+
+@njit(cache=True)
+def _thompson_arm(state, rng):
+    K, S = state.mu.shape
+    best = -np.inf
+    bc = -1
+    bs = -1
+    for i in range(K):
+        for s in range(S):
+            if state.mask[i, s] == 1:
+                v = rand_beta(rng, state.beta_a[i, s], state.beta_b[i, s])
+                if v > best:
+                    best = v
+                    bc = i
+                    bs = s
+    return bc, bs, np.nan
+
+
+@njit(cache=True)
+def choose_parent_v2(fparams, state, pool, c, s, rng):
+    """Softmax over members of cluster c of (theta_sat - h(k)[target(s)]) / temperature;
+    members without a signature score 0; no signature in the cluster: its fastest member.
+    Returns (parent pool index, its probability)."""
+    m = state.size[c]
+    if m == 1:
+        return state.members[c, 0], 1.0
+    dim = state.target[s]
+    theta = fparams[F_THETA + dim]
+    temp = fparams[F_TEMPERATURE]
+    score = state.sc_f
+    top = -np.inf
+    any_sig = False
+    for j in range(m):
+        h = pool.hw[state.members[c, j], dim]
+        if h == h:
+            any_sig = True
+            score[j] = (theta - h) / temp
+        else:
+            score[j] = 0.0
+        if score[j] > top:
+            top = score[j]
+    if not any_sig:
+        best = state.members[c, 0]
+        for j in range(1, m):
+            k = state.members[c, j]
+            if pool.ms[k] < pool.ms[best]:
+                best = k
+        return best, 1.0
+    total = 0.0
+    for j in range(m):
+        score[j] = math.exp(score[j] - top)
+        total += score[j]
+    u = rand_uniform(rng) * total
+    cum = 0.0
+    pick = m - 1
+    for j in range(m):
+        cum += score[j]
+        if u < cum:
+            pick = j
+            break
+    return state.members[c, pick], score[pick] / total
+
+
+@njit(cache=True)
+def select_v2(kind, fparams, iparams, state, pool, rng):
+    """prepare, arm by the kind's rule over open arms, parent by softmax; propensity of the
+    (parent, strategy) pair = P(arm) * P(parent | arm) (NaN for Thompson)."""
+    prepare_v2(fparams, iparams, state, pool, rng)
+    if kind == KIND_EPS_GREEDY:
+        c, s, p_arm = _eps_arm(fparams, state, rng)
+    elif kind == KIND_THOMPSON:
+        c, s, p_arm = _thompson_arm(state, rng)
+    else:
+        c, s, p_arm = _ucb_arm(fparams, state)
+    parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
+    return c, s, parent, p_arm * p_parent
+
+
+@njit(cache=True)
+def v2_reward(parent_ms, child_ms, success) -> float:
+    """r = max(0, (T(parent) - T(child)) / T(parent)); failures (or unusable times) give 0."""
+    if not success or not parent_ms > 0.0 or not child_ms == child_ms:
+        return 0.0
+    r = (parent_ms - child_ms) / parent_ms
+    return r if r > 0.0 else 0.0
+
+
+@njit(cache=True)
+def update_v2(kind, state, cluster, strategy, reward) -> None:
+    """N += 1; mu += (r - mu) / N (Thompson also: a += r, b += 1 - r)."""
+    state.cnt[cluster, strategy] += 1.0
+    state.mu[cluster, strategy] += (reward - state.mu[cluster, strategy]) / state.cnt[
+        cluster, strategy
+    ]
+    if kind == KIND_THOMPSON:
+        state.beta_a[cluster, strategy] += reward
+        state.beta_b[cluster, strategy] += 1.0 - reward
+
+
+@njit(cache=True)
+def representatives_v2(state, pool) -> np.ndarray:
+    """Representatives of non-empty clusters that have no hardware signature yet."""
+    K = state.rep.shape[0]
+    out = np.empty(K, dtype=np.int64)
+    n = 0
+    for c in range(K):
+        r = state.rep[c]
+        if state.size[c] > 0 and r >= 0:
+            missing = False
+            for d in range(3):
+                if not pool.hw[r, d] == pool.hw[r, d]:
+                    missing = True
+            if missing:
+                out[n] = r
+                n += 1
+    return out[:n].copy()

@@ -1,0 +1,106 @@
+"""THE compiled policy: `select`, `update`, `representatives`, `prepare`, dispatched on kind.
+
+Replay calls these in a compiled loop; the live runner calls the very same functions one step at
+a time, so what replay verifies is what live runs. Arguments are plain arrays
+(`spec.fparams`, `spec.iparams`, a `PolicyState`, a `Pool`, an RNG state from `kbsim.rng`).
+
+Per step the caller does::
+
+    cluster, strategy, parent, propensity = select(kind, fparams, iparams, state, pool, rng)
+    ... evaluate a child of pool[parent] under strategy ...
+    reward = update(kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                    child_ms, success)
+    if success: pool_add(pool, ...child features...)   # only correct children enter the pool
+
+`cluster` is -1 for policies without clusters. `propensity` is the probability the policy gave
+this (parent, strategy) pair (NaN where not computable: Thompson sampling).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from kbsim.policies._flat import select_flat, update_flat
+from kbsim.policies._v1 import prepare_v1, representatives_v1, select_v1, update_v1, v1_reward
+from kbsim.policies._v2 import (
+    prepare_v2,
+    representatives_v2,
+    select_v2,
+    update_v2,
+    v2_reward,
+)
+from kbsim.policies.spec import (
+    KIND_EPS_GREEDY,
+    KIND_THOMPSON,
+    KIND_V1,
+    KIND_V2,
+    KIND_V2_NOMASK,
+)
+
+
+@njit(cache=True, inline="always")
+def _is_v2_family(kind) -> bool:
+    return kind == KIND_V2 or kind == KIND_V2_NOMASK or kind == KIND_EPS_GREEDY or (
+        kind == KIND_THOMPSON
+    )
+
+
+@njit(cache=True)
+def prepare(kind, fparams, iparams, state, pool, rng) -> None:
+    """Bring the clustering up to date (re-cluster when due, assign new members, refresh the
+    mask). `select` calls it first; the live runner may call it earlier so that
+    `representatives` can be profiled before the arm is chosen. Idempotent within a step."""
+    if pool.n[0] == 0:
+        return
+    if _is_v2_family(kind):
+        prepare_v2(fparams, iparams, state, pool, rng)
+    elif kind == KIND_V1:
+        prepare_v1(fparams, iparams, state, pool, rng)
+
+
+@njit(cache=True)
+def select(kind, fparams, iparams, state, pool, rng):
+    """-> (cluster, strategy, parent pool index, propensity); (-1, -1, -1, NaN) on an empty
+    pool."""
+    if pool.n[0] == 0:
+        return -1, -1, -1, np.nan
+    if _is_v2_family(kind):
+        return select_v2(kind, fparams, iparams, state, pool, rng)
+    if kind == KIND_V1:
+        return select_v1(fparams, iparams, state, pool, rng)
+    return select_flat(kind, fparams, state, pool, rng)
+
+
+@njit(cache=True)
+def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+           success) -> float:
+    """Compute the policy's reward for the outcome and update its statistics; returns reward.
+
+    v2 family and baselines: r = max(0, (T_p - T_c) / T_p), failure 0. v1: r = 1 - T_c / T_p,
+    failure -1. Call before adding a correct child to the pool."""
+    parent_ms = pool.ms[parent]
+    if kind == KIND_V1:
+        reward = v1_reward(parent_ms, child_ms, success)
+        update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
+                  reward)
+    else:
+        reward = v2_reward(parent_ms, child_ms, success)
+        if _is_v2_family(kind):
+            update_v2(kind, state, cluster, strategy, reward)
+        else:
+            update_flat(kind, state, parent, strategy, reward)
+    state.t[0] += 1
+    return reward
+
+
+@njit(cache=True)
+def representatives(kind, state, pool) -> np.ndarray:
+    """Pool indices whose hardware signature the policy wants profiled now (v2 family: cluster
+    representatives without one; others: none). The caller profiles them and writes
+    pool.hw[idx] before the next select (replay environments fill hw from data)."""
+    if _is_v2_family(kind):
+        return representatives_v2(state, pool)
+    if kind == KIND_V1:
+        return representatives_v1(state, pool)
+    return np.empty(0, dtype=np.int64)
