@@ -78,6 +78,8 @@ class Task:
         call_style: ``dps`` or ``returns``; see the module docstring.
         run: for ``returns``: ``run(module, inputs) -> tuple[Tensor, ...]``.
         source_check: optional ``source_check(candidate_source, device) -> str | None``.
+        compute_dtype: dtype whose peak FLOP/s bounds the kernel (``float16`` for an fp16
+            matmul), used by ``live.hardware.roofline_fraction``.
     """
 
     name: str
@@ -97,6 +99,7 @@ class Task:
     call_style: str = "dps"
     run: Callable[[ModuleType, tuple], tuple] | None = None
     source_check: Callable[[str, str], str | None] | None = None
+    compute_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:

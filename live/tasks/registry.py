@@ -1,0 +1,87 @@
+"""Find tasks by spec: ``builtin``, a comma list of built-in names, or ``tritonbench:PATH``.
+
+Workers rebuild a task from ``(spec, name)`` with ``resolve_task`` instead of unpickling it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from live.tasks.base import Task
+
+#: every built-in task, in the order they are listed (module ``live.tasks.builtin.<name>``)
+BUILTIN_TASKS: tuple[str, ...] = (
+    "add",
+    "bias_gelu",
+    "swiglu",
+    "softmax",
+    "layernorm",
+    "rmsnorm",
+    "cross_entropy",
+    "cumsum",
+    "transpose",
+    "embedding",
+    "quantize_int8",
+    "dequantize_int8",
+    "matmul_fp16",
+    "matmul_bf16",
+    "attention",
+)
+
+TRITONBENCH_PREFIX = "tritonbench:"
+
+
+def builtin_task(name: str) -> Task:
+    """The built-in task called ``name``; ValueError naming the valid ones otherwise."""
+    if name not in BUILTIN_TASKS:
+        raise ValueError(
+            f"unknown task {name!r}; built-in tasks are: {', '.join(BUILTIN_TASKS)} "
+            f"(or use {TRITONBENCH_PREFIX}PATH)."
+        )
+    return importlib.import_module(f"live.tasks.builtin.{name}").TASK
+
+
+def resolve_tasks(spec: str) -> list[Task]:
+    """Every task named by ``spec``.
+
+    ``builtin`` gives all built-in tasks; ``softmax,layernorm`` the named ones;
+    ``tritonbench:PATH`` every TritonBench-G operator under PATH that passes its gold-vs-gold
+    check on this machine (see ``live.tasks.tritonbench.load_tritonbench`` for the skipped ones).
+    """
+    spec = spec.strip()
+    if spec.startswith(TRITONBENCH_PREFIX):
+        from live.tasks.tritonbench import load_tritonbench
+
+        tasks, _skipped = load_tritonbench(Path(spec[len(TRITONBENCH_PREFIX):]))
+        return tasks
+    if spec == "builtin":
+        return [builtin_task(name) for name in BUILTIN_TASKS]
+    names = [part.strip() for part in spec.split(",") if part.strip()]
+    if not names:
+        raise ValueError(
+            f"empty task spec {spec!r}; use 'builtin', a comma list of names or "
+            f"'{TRITONBENCH_PREFIX}PATH'."
+        )
+    return [builtin_task(name) for name in names]
+
+
+def resolve_task(spec: str, name: str) -> Task:
+    """One task by name within ``spec`` (the way a worker process rebuilds it).
+
+    For ``tritonbench:PATH`` the operator is rebuilt without re-running the gold-vs-gold check;
+    ``name`` may be the operator (``add``) or the task name (``tritonbench/add``).
+    """
+    spec = spec.strip()
+    if spec.startswith(TRITONBENCH_PREFIX):
+        from live.tasks.tritonbench import tritonbench_task
+
+        return tritonbench_task(Path(spec[len(TRITONBENCH_PREFIX):]), name)
+    task = builtin_task(name)
+    if spec != "builtin":
+        allowed = [part.strip() for part in spec.split(",") if part.strip()]
+        if name not in allowed:
+            raise ValueError(
+                f"task {name!r} is not in spec {spec!r}; it names: {', '.join(allowed)}."
+            )
+    return task

@@ -1,0 +1,198 @@
+"""In-process self-check: does a task's k0 (or any candidate source) match its reference?
+
+This is the trusting, in-process version used by the tests and by ``load_tritonbench``'s
+gold-vs-gold check; the evaluator (``live.evaluator``) runs the sandboxed one. Outputs are
+poisoned (NaN for floats, the dtype's minimum for integers) so unwritten elements fail, and
+tensor inputs are checked for mutation.
+
+On ``cpu`` kernels run under Triton's interpreter (``TRITON_INTERPRET=1`` is set for the duration
+of the check) on ``task.cpu_shapes``; on ``cuda`` on ``task.test_shapes`` and ``task.perf_shapes``.
+Triton reads ``TRITON_INTERPRET`` when ``triton.language`` is first imported, so a CPU check must
+run in a process that has not imported Triton yet, or that was started with the variable set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from live.tasks.base import Shape, Task
+from live.tasks.interpreter_compat import enable_interpreter_compat
+from live.tasks.loading import import_source
+
+
+@dataclass(frozen=True)
+class ShapeCheck:
+    """The outcome for one (shape, seed): ``error`` is None when the candidate matched."""
+
+    shape: Shape
+    seed: int
+    error: str | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class SelfCheckResult:
+    """The outcome of ``selfcheck``: ``error`` holds a failure that precedes any shape (the
+    source does not import, or the task's source-level check fails)."""
+
+    task: str
+    device: str
+    checks: tuple[ShapeCheck, ...]
+    error: str | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(check.ok for check in self.checks)
+
+    @property
+    def failures(self) -> list[str]:
+        """One line per failure."""
+        lines = [self.error] if self.error else []
+        lines += [f"shape {c.shape} seed {c.seed}: {c.error}" for c in self.checks if c.error]
+        return lines
+
+
+@contextlib.contextmanager
+def interpreter_for(device: str) -> Iterator[None]:
+    """Set ``TRITON_INTERPRET=1`` while a CPU check runs (Triton reads it at ``@jit`` time),
+    with the interpreter work-arounds of ``live.tasks.interpreter_compat`` installed."""
+    if not device.startswith("cpu"):
+        yield
+        return
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        _require_interpretable_triton()
+        enable_interpreter_compat()
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+
+
+def _require_interpretable_triton() -> None:
+    """Triton decides at import time whether its own ``@jit`` library functions (``tl.sum``,
+    ``tl.max``, ...) are interpreted; a process that imported ``triton.language`` before
+    ``TRITON_INTERPRET=1`` was set cannot run kernels on the CPU."""
+    language = sys.modules.get("triton.language")
+    if language is not None and type(language.sum).__name__ != "InterpretedFunction":
+        raise RuntimeError(
+            "triton.language was imported before TRITON_INTERPRET=1 was set; set it in the "
+            "environment before the process imports triton to run kernels on the CPU."
+        )
+
+
+def as_output_tuple(value: object) -> tuple[torch.Tensor, ...]:
+    """Normalise a reference's or operator's result to a tuple of tensors."""
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    raise TypeError(f"expected a tensor or a tuple of tensors, got {type(value).__name__}")
+
+
+def poisoned_like(tensor: torch.Tensor) -> torch.Tensor:
+    """An uninitialised-looking output: NaN for floating dtypes, the minimum value for integers."""
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+        return torch.full_like(tensor, float("nan"))
+    if tensor.dtype == torch.bool:
+        return torch.zeros_like(tensor)
+    return torch.full_like(tensor, torch.iinfo(tensor.dtype).min)
+
+
+def compare_outputs(
+    task: Task, got: Sequence[torch.Tensor], expected: Sequence[torch.Tensor]
+) -> str | None:
+    """None when every output matches the reference within the task's dtype tolerance;
+    otherwise one sentence naming the first mismatch."""
+    if len(got) != len(expected):
+        return f"expected {len(expected)} outputs, got {len(got)}"
+    for index, (out, ref) in enumerate(zip(got, expected, strict=True)):
+        if not isinstance(out, torch.Tensor):
+            return f"output {index} is a {type(out).__name__}, not a tensor"
+        if out.shape != ref.shape or out.dtype != ref.dtype:
+            return (f"output {index} has shape {tuple(out.shape)} {out.dtype}, expected "
+                    f"{tuple(ref.shape)} {ref.dtype}")
+        atol, rtol = task.tolerance(str(ref.dtype))
+        out_f, ref_f = out.detach().cpu().double(), ref.detach().cpu().double()
+        close = torch.isclose(out_f, ref_f, atol=atol, rtol=rtol, equal_nan=False)
+        close |= torch.isnan(out_f) & torch.isnan(ref_f)
+        if not bool(close.all()):
+            bad = int((~close).sum())
+            first = tuple(int(i) for i in (~close).nonzero()[0])
+            return (f"output {index}: {bad} of {close.numel()} elements differ "
+                    f"(first at {first}: got {out_f[first].item():.6g}, "
+                    f"expected {ref_f[first].item():.6g}; atol={atol}, rtol={rtol})")
+    return None
+
+
+def check_module(task: Task, module: object, shape: Shape, seed: int, device: str) -> str | None:
+    """Run a candidate module on one (shape, seed) and compare with the reference."""
+    inputs = task.make_inputs(shape, seed, device)
+    originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    expected = as_output_tuple(task.reference(*inputs))
+    outputs = tuple(poisoned_like(ref) for ref in expected) if task.call_style == "dps" else None
+    try:
+        got = task.call(module, inputs, outputs)  # type: ignore[arg-type]
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    except Exception as exc:  # a candidate's failure is an outcome, not a crash
+        return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    mismatch = compare_outputs(task, got, expected)
+    if mismatch:
+        return mismatch
+    for index, (now, before) in enumerate(zip(inputs, originals, strict=True)):
+        if isinstance(now, torch.Tensor) and not torch.equal(now, before):
+            if not (now.dtype.is_floating_point and torch.equal(now.isnan(), before.isnan())
+                    and torch.equal(now.nan_to_num(), before.nan_to_num())):
+                return f"input {index} was modified"
+    return None
+
+
+def selfcheck(
+    task: Task, device: str = "cpu", *, source: str | None = None, seeds: Sequence[int] = (0,)
+) -> SelfCheckResult:
+    """Check ``source`` (default: ``task.k0``) against the task's reference on ``device``."""
+    started = time.perf_counter()
+    code = task.k0 if source is None else source
+    shapes = list(task.cpu_shapes) if device.startswith("cpu") else [
+        *task.test_shapes, *task.perf_shapes]
+    checks: list[ShapeCheck] = []
+    with interpreter_for(device):
+        try:
+            module = import_source(code, task.name)
+        except Exception as exc:
+            error = f"source does not import: {type(exc).__name__}: {exc}"
+            return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
+        if task.source_check is not None:
+            try:
+                error = task.source_check(code, device)
+            except Exception as exc:
+                error = f"source check raised {type(exc).__name__}: {exc}"
+            if error is not None:
+                return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
+        for shape in shapes:
+            for seed in seeds:
+                shape_started = time.perf_counter()
+                try:
+                    error = check_module(task, module, shape, seed, device)
+                except Exception:
+                    error = "check failed: " + traceback.format_exc(limit=2).splitlines()[-1]
+                checks.append(
+                    ShapeCheck(dict(shape), seed, error, time.perf_counter() - shape_started))
+    return SelfCheckResult(task.name, device, tuple(checks), None, time.perf_counter() - started)
