@@ -1,0 +1,127 @@
+"""GPU peak figures and % of roofline.
+
+A table of vendor peaks (dense, no structured sparsity) keyed by the names ``torch.cuda.
+get_device_name()`` reports; ``lookup_gpu`` matches by case-insensitive substrings, most specific
+entry first. A measured ceiling (e.g. the copy bandwidth and matmul rate actually reached on the
+machine) overrides a table figure via ``GpuPeaks.with_measured`` or the ``measured`` argument of
+``roofline_fraction``; roofline figures against vendor peaks are optimistic by design.
+
+Roofline lower bound for one shape: ``max(bytes / dram_gbps, flops / peak_tflops(dtype))``;
+``roofline_fraction = bound_ms / measured_ms`` (1.0 means at the roofline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from live.tasks.base import Shape, Task
+
+
+@dataclass(frozen=True)
+class GpuPeaks:
+    """Peak figures of one GPU model. TFLOP/s are dense (tensor cores for fp16/bf16, FFMA for
+    fp32); ``l2_gbps`` is None where no vendor figure exists (measure it and override)."""
+
+    key: str
+    name: str
+    dram_gbps: float
+    fp16_tflops: float
+    bf16_tflops: float
+    fp32_tflops: float
+    sm_count: int
+    l2_gbps: float | None = None
+    #: lower-case substrings that must all occur in the torch device name
+    match: tuple[str, ...] = ()
+
+    def peak_tflops(self, dtype_name: str) -> float:
+        """Peak TFLOP/s for math in ``dtype_name`` (``float16``, ``bfloat16``, ``float32``)."""
+        dtype_name = dtype_name.removeprefix("torch.")
+        if dtype_name in ("float16", "half"):
+            return self.fp16_tflops
+        if dtype_name == "bfloat16":
+            return self.bf16_tflops
+        return self.fp32_tflops
+
+    def with_measured(self, measured: dict[str, float]) -> GpuPeaks:
+        """A copy whose figures are replaced by measured ceilings (same field names, e.g.
+        ``{"dram_gbps": 3000.0, "bf16_tflops": 790.0}``); unknown keys raise ValueError."""
+        allowed = {"dram_gbps", "fp16_tflops", "bf16_tflops", "fp32_tflops", "l2_gbps"}
+        unknown = set(measured) - allowed
+        if unknown:
+            raise ValueError(
+                f"unknown measured ceiling(s) {sorted(unknown)}; allowed: {sorted(allowed)}."
+            )
+        return replace(self, **measured)
+
+
+# Vendor datasheet figures. Order matters: more specific names first ("H200" contains "H20",
+# the PCIe and SXM parts share the model number).
+GPU_PEAKS: tuple[GpuPeaks, ...] = (
+    GpuPeaks("h200", "NVIDIA H200 SXM", 4800.0, 989.4, 989.4, 66.9, 132, match=("h200",)),
+    GpuPeaks("h20", "NVIDIA H20", 4000.0, 148.0, 148.0, 44.0, 78, match=("h20",)),
+    GpuPeaks("h100-pcie", "NVIDIA H100 PCIe", 2000.0, 756.0, 756.0, 51.2, 114,
+             match=("h100", "pcie")),
+    GpuPeaks("h100-nvl", "NVIDIA H100 NVL", 3900.0, 835.0, 835.0, 60.0, 132,
+             match=("h100", "nvl")),
+    GpuPeaks("h100-sxm", "NVIDIA H100 SXM", 3350.0, 989.4, 989.4, 66.9, 132, match=("h100",)),
+    GpuPeaks("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 1935.0, 312.0, 312.0, 19.5, 108,
+             match=("a100", "80gb", "pcie")),
+    GpuPeaks("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", 1555.0, 312.0, 312.0, 19.5, 108,
+             match=("a100", "pcie")),
+    GpuPeaks("a100-sxm-80gb", "NVIDIA A100 SXM 80GB", 2039.0, 312.0, 312.0, 19.5, 108,
+             match=("a100", "80gb")),
+    GpuPeaks("a100-sxm-40gb", "NVIDIA A100 SXM 40GB", 1555.0, 312.0, 312.0, 19.5, 108,
+             match=("a100",)),
+    # fp16/bf16 with fp32 accumulation (the GeForce rate; fp16 accumulation doubles it)
+    GpuPeaks("rtx4090", "NVIDIA GeForce RTX 4090", 1008.0, 165.2, 165.2, 82.6, 128,
+             match=("4090",)),
+)
+
+
+def lookup_gpu(device_name: str) -> GpuPeaks | None:
+    """The table entry for a torch device name (``NVIDIA H100 80GB HBM3``), or None."""
+    lowered = device_name.lower()
+    for peaks in GPU_PEAKS:
+        if all(part in lowered for part in peaks.match):
+            return peaks
+    return None
+
+
+def gpu_peaks(key: str) -> GpuPeaks:
+    """The table entry with this key (``h100-sxm``); ValueError listing the keys otherwise."""
+    for peaks in GPU_PEAKS:
+        if peaks.key == key:
+            return peaks
+    raise ValueError(f"unknown GPU {key!r}; known: {', '.join(p.key for p in GPU_PEAKS)}.")
+
+
+def roofline_ms(task: Task, shape: Shape, peaks: GpuPeaks) -> float | None:
+    """The roofline's lower bound on one shape's runtime in ms, or None without byte counts."""
+    if task.bytes_moved is None:
+        return None
+    memory_ms = task.bytes_moved(shape) / (peaks.dram_gbps * 1e9) * 1e3
+    flops = task.flops(shape) if task.flops is not None else 0
+    compute_ms = flops / (peaks.peak_tflops(task.compute_dtype) * 1e12) * 1e3
+    return max(memory_ms, compute_ms)
+
+
+def roofline_fraction(
+    task: Task,
+    shape: Shape,
+    ms: float,
+    gpu_name: str | GpuPeaks,
+    measured: dict[str, float] | None = None,
+) -> float | None:
+    """Fraction of the roofline reached by a kernel taking ``ms`` on ``shape``.
+
+    ``gpu_name`` is a torch device name (or a ``GpuPeaks``); ``measured`` overrides table
+    figures with measured ceilings. None when the GPU is unknown, the task has no byte count,
+    or ``ms`` is not positive.
+    """
+    peaks = lookup_gpu(gpu_name) if isinstance(gpu_name, str) else gpu_name
+    if peaks is None or ms <= 0:
+        return None
+    if measured:
+        peaks = peaks.with_measured(measured)
+    bound_ms = roofline_ms(task, shape, peaks)
+    return None if bound_ms is None else bound_ms / ms
