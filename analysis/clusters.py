@@ -1,4 +1,4 @@
-"""Cluster validity: do clusters in φ-space separate per-strategy rewards? (the paper's open limitation)
+"""Cluster validity: do φ-space clusters separate per-strategy rewards? (an open limitation)
 
 KernelBand shares one arm estimate per (cluster, strategy). That is sound when kernels of a
 cluster respond alike to a strategy: the per-strategy mean reward varies little *within* clusters
@@ -55,7 +55,7 @@ def anova(labels: np.ndarray, values: np.ndarray) -> dict[str, float]:
     counts = np.bincount(inverse)
     means = np.bincount(inverse, weights=y) / counts
     ss_within = float(np.sum((y - means[inverse]) ** 2))
-    ss_between = float(np.sum(counts * (means - grand) ** 2))
+    ss_between = float(np.sum(counts * (means - grand) ** 2)) if k > 1 else 0.0
     total = ss_within + ss_between
     nan = float("nan")
     if k < 2 or n <= k:
