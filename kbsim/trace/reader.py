@@ -154,13 +154,18 @@ def read_table_dir(
         except (pa.ArrowException, OSError):
             problems.append(f"{part.path}: unreadable Parquet file (truncated or corrupt)")
             continue
-        table = table.select(wanted).cast(target)
+        table = table.select(wanted)
         if row_checks and columns is None:
             row_check = (
-                checks.step_row_problems if table_name == "steps" else (checks.kernel_row_problems)
+                checks.step_row_problems if table_name == "steps" else checks.kernel_row_problems
             )
-            problems.extend(f"{part.path}: {p}" for p in row_check(table))
-        tables.append(table)
+            found = row_check(table)
+        else:
+            found = checks.required_null_problems(table, table_name)
+        if found:
+            problems.extend(f"{part.path}: {p}" for p in found)
+            continue
+        tables.append(table.cast(target))
     if not tables:
         return target.empty_table(), problems
     return pa.concat_tables(tables), problems
