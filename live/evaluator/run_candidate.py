@@ -10,13 +10,14 @@ import itertools
 import math
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from live.evaluator.checks import as_tuple, check_call, poisoned_like
+from live.evaluator.checks import as_tuple, check_call, clone_inputs, poisoned_like
 from live.evaluator.loader import CandidateLoadError, load_candidate, unload_candidate
 from live.evaluator.metadata import (
     DeviceLimits,
@@ -80,14 +81,51 @@ def _dps(task: Any) -> bool:
     return getattr(task, "call_style", "dps") == "dps"
 
 
-class CandidateRunner:
-    """Evaluates requests for one device, caching tasks by (spec, name)."""
+class InputCache:
+    """Pristine inputs by (task, shape, seed), least recently used first out, bounded in bytes.
 
-    def __init__(self, device: str, info: dict[str, Any]):
+    Building big inputs (seeded on the CPU, then copied) costs far more than the kernels; a
+    worker evaluates many candidates of one task, so it keeps the pristine tensors and hands out
+    clones (a candidate that mutates its inputs then spoils only its own copy).
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple, make: Callable[[], tuple]) -> tuple:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return tuple(clone_inputs(self._items[key][0]))
+        pristine = tuple(make())
+        size = sum(x.numel() * x.element_size() for x in pristine if isinstance(x, torch.Tensor))
+        if size <= self.max_bytes:
+            while self._items and self._bytes + size > self.max_bytes:
+                _, (_, old_size) = self._items.popitem(last=False)
+                self._bytes -= old_size
+            self._items[key] = (pristine, size)
+            self._bytes += size
+            return tuple(clone_inputs(pristine))
+        return pristine
+
+
+class CandidateRunner:
+    """Evaluates requests for one device, caching tasks by (spec, name) and their inputs."""
+
+    def __init__(self, device: str, info: dict[str, Any], input_cache_bytes: int | None = None):
         self.device = device
         self.info = info
         self.limits = DeviceLimits(**info["limits"])
         self._tasks: dict[tuple[str, str], Any] = {}
+        if input_cache_bytes is None:
+            input_cache_bytes = 8 * 2**30 if device == "cuda" else 256 * 2**20
+        self._inputs = InputCache(input_cache_bytes)
+        self._spec = ""
+
+    def _make_inputs(self, task: Any, shape: dict[str, int], seed: int) -> tuple:
+        key = (self._spec, task.name, tuple(sorted(shape.items())), seed)
+        return self._inputs.get(key, lambda: task.make_inputs(shape, seed, self.device))
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -142,6 +180,7 @@ class CandidateRunner:
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, float], names: list[str]) -> dict[str, Any]:
         task = self._task(request["task_spec"], request["task_name"])
+        self._spec = request["task_spec"]
         seed = int(request["seed"])
         n_seeds = int(request.get("n_seeds", 3))
         dev = self.device
@@ -152,19 +191,19 @@ class CandidateRunner:
         else:
             check_shapes = [dict(s) for s in task.cpu_shapes]
             timed_shapes = [dict(s) for s in task.cpu_shapes]
-        # several seeds on every check shape; each perf shape once more with its own seed
+        # several seeds on every check shape; each perf shape once more (the timing inputs)
         plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
         if dev == "cuda":
-            plan += [(s, seed + 1000 + i) for i, s in enumerate(timed_shapes)]
+            plan += [(s, seed) for s in timed_shapes]
         started = time.perf_counter()
         first_shape, first_seed = plan[0]
-        self._run_check(task, module, task.make_inputs(first_shape, first_seed, dev),
+        self._run_check(task, module, self._make_inputs(task, first_shape, first_seed),
                         f"shape {first_shape} seed {first_seed}")
         phases["compile_s"] = time.perf_counter() - started
         on_compiled()
         started = time.perf_counter()
         for shape, shape_seed in plan[1:]:
-            self._run_check(task, module, task.make_inputs(shape, shape_seed, dev),
+            self._run_check(task, module, self._make_inputs(task, shape, shape_seed),
                             f"shape {shape} seed {shape_seed}")
         source_check = getattr(task, "source_check", None)
         if source_check is not None:
@@ -187,7 +226,7 @@ class CandidateRunner:
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None
         for shape in timed_shapes:
-            inputs = task.make_inputs(shape, seed, dev)
+            inputs = self._make_inputs(task, shape, seed)
             refs = as_tuple(task.reference(*inputs))
             footprint = float(sum(x.numel() * x.element_size()
                                   for x in (*inputs, *refs) if isinstance(x, torch.Tensor)))

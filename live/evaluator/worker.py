@@ -59,6 +59,13 @@ def main() -> None:
     if device == "cuda" and limit_mb:
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, int(limit_mb) * 2**20 / total))
+    if device == "cpu":
+        try:  # the task suite's work-arounds for interpreter gaps (bf16 dot), when present
+            from live.tasks.interpreter_compat import enable_interpreter_compat
+
+            enable_interpreter_compat()
+        except ImportError:
+            pass
     info = _device_info(device)
     info["triton"] = triton.__version__
     from live.evaluator.run_candidate import CandidateRunner
