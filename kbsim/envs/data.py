@@ -1,0 +1,147 @@
+"""The compiled form of every replay environment: one NamedTuple of plain arrays.
+
+All three environment kinds (synthetic, tape, fitted) compile to the same `EnvData` type, so the
+replay engine is one numba function whatever the environment; `kind` (an int passed beside it)
+selects the branch. Arrays an environment does not use are empty. Tasks are packed: the recorded
+(or initial) kernels of task ``t`` are rows ``task_kstart[t]:task_kstart[t + 1]`` of the ``k_*``
+arrays, and the outcomes of kernel ``k`` under strategy ``s`` are rows
+``tape_start[k * S + s]:tape_start[k * S + s + 1]`` of the ``o_*`` arrays, in recorded order.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from kbsim.strategies import N_STRATEGIES, PHI_DIMS, PROFILE_DIMS, RUNTIME_DIMS
+
+SYNTHETIC, TAPE, FITTED = 0, 1, 2
+ENV_KINDS: dict[str, int] = {"synthetic": SYNTHETIC, "tape": TAPE, "fitted": FITTED}
+
+#: what to do when a tape runs out (tape env)
+ON_EXHAUST: dict[str, int] = {"resample": 0, "nearest": 1, "stop": 2}
+RESAMPLE, NEAREST, STOP = 0, 1, 2
+
+# indices into EnvData.iparams
+I_ON_EXHAUST, I_KNN, I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS = 0, 1, 2, 3, 4, 5, 6
+N_IPARAMS = 7
+# indices into EnvData.fparams
+F_L, F_NOISE, F_FAIL, F_STEP, F_JUMP, F_GMAX, F_USD_PER_TOKEN, F_SPREAD, F_GMIN = range(9)
+N_FPARAMS = 9
+
+
+class EnvData(NamedTuple):
+    """Arrays of one environment over many tasks (see the module docstring for the packing)."""
+
+    task_k0: np.ndarray  # (NT,) int64: global kernel row of each task's k0
+    task_kstart: np.ndarray  # (NT + 1,) int64
+    task_scale: np.ndarray  # (NT, 5) float64: per-dim std of recorded phi (for distances)
+    k_phi: np.ndarray  # (NK, 5)
+    k_hw: np.ndarray  # (NK, 3), NaN = never profiled
+    k_prof9: np.ndarray  # (NK, 9)
+    k_rt6: np.ndarray  # (NK, 6)
+    k_ms: np.ndarray  # (NK,)
+    tape_start: np.ndarray  # (NK * S + 1,) int64
+    o_success: np.ndarray  # (NO,) bool
+    o_child: np.ndarray  # (NO,) int64 global kernel row of the child, -1 for failures
+    o_child_ms: np.ndarray  # (NO,) float64, NaN for failures
+    o_parent_ms: np.ndarray  # (NO,) float64 the parent's recorded runtime
+    o_reward: np.ndarray  # (NO,) float64 v2 reward max(0, (Tp - Tc) / Tp), failures 0
+    o_tokens: np.ndarray  # (NO,) int64 prompt + completion tokens
+    o_cost: np.ndarray  # (NO,) float64 USD
+    tape_mean: np.ndarray  # (NK, S) mean o_reward of each tape, NaN if empty
+    tape_nn: np.ndarray  # (NK, S) int64 nearest other kernel (phi) with outcomes for s, or -1
+    syn_centers: np.ndarray  # (NT, K, dim) planted cluster centres
+    syn_base: np.ndarray  # (NT, K, S) planted per-cluster x strategy mean improvement
+    syn_hw: np.ndarray  # (NT, K, 3) planted hardware signature of each cluster
+    iparams: np.ndarray  # (N_IPARAMS,) int64
+    fparams: np.ndarray  # (N_FPARAMS,) float64
+
+
+def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
+    """Field -> array with every field empty but correctly typed (builders fill what they use)."""
+    s = N_STRATEGIES
+    return {
+        "task_k0": np.full(n_tasks, -1, np.int64),
+        "task_kstart": np.zeros(n_tasks + 1, np.int64),
+        "task_scale": np.ones((n_tasks, len(PHI_DIMS))),
+        "k_phi": np.zeros((0, len(PHI_DIMS))),
+        "k_hw": np.zeros((0, 3)),
+        "k_prof9": np.zeros((0, len(PROFILE_DIMS))),
+        "k_rt6": np.zeros((0, len(RUNTIME_DIMS))),
+        "k_ms": np.zeros(0),
+        "tape_start": np.zeros(1, np.int64),
+        "o_success": np.zeros(0, np.bool_),
+        "o_child": np.zeros(0, np.int64),
+        "o_child_ms": np.zeros(0),
+        "o_parent_ms": np.zeros(0),
+        "o_reward": np.zeros(0),
+        "o_tokens": np.zeros(0, np.int64),
+        "o_cost": np.zeros(0),
+        "tape_mean": np.zeros((0, s)),
+        "tape_nn": np.zeros((0, s), np.int64),
+        "syn_centers": np.zeros((n_tasks, 1, 1)),
+        "syn_base": np.zeros((n_tasks, 1, s)),
+        "syn_hw": np.zeros((n_tasks, 1, 3)),
+        "iparams": np.zeros(N_IPARAMS, np.int64),
+        "fparams": np.zeros(N_FPARAMS),
+    }
+
+
+def make_env(fields: dict[str, np.ndarray]) -> EnvData:
+    """An EnvData with every array C-contiguous and of the dtype the engine expects."""
+    template = empty_env(1)
+    out = {}
+    for name in EnvData._fields:
+        arr = np.ascontiguousarray(fields[name], dtype=template[name].dtype)
+        if arr.ndim != template[name].ndim:
+            raise ValueError(f"EnvData.{name} must have {template[name].ndim} dims, not {arr.ndim}")
+        out[name] = arr
+    return EnvData(**out)
+
+
+class Env(NamedTuple):
+    """A compiled environment and what the engine and the results need to know about it."""
+
+    name: str  # "synthetic" | "tape" | "fitted"
+    kind: int
+    data: EnvData
+    task_ids: tuple[str, ...]
+    n_init: tuple[int, ...]  # initial pool size per task
+    grows: bool  # whether correct children join the pool
+    description: str  # the spec or trace it came from
+
+
+class Scratch(NamedTuple):
+    """Per-worker working arrays the environments use during one episode (reset per episode)."""
+
+    means: np.ndarray  # (max_pool, S) mean reward of every arm (pool member, strategy)
+    cursor: np.ndarray  # (max_task_kernels, S) int64 next unread outcome of each tape
+    nbr: np.ndarray  # (max_pool, S, knn) int64 fitted env: recorded neighbours per member
+    nbr_n: np.ndarray  # (max_pool, S) int64 how many of nbr are set
+    dist: np.ndarray  # (max_task_kernels,) distances buffer
+    child_phi: np.ndarray  # (5,)
+    child_prof9: np.ndarray  # (9,)
+    child_rt6: np.ndarray  # (6,)
+    hw: np.ndarray  # (3,)
+    served: np.ndarray  # (1,) int64 steps served fresh from a tape (tape env) or by data
+
+
+def new_scratch(env: EnvData, max_pool: int) -> Scratch:
+    """Working arrays sized for `env` and pools of at most `max_pool` members."""
+    s = N_STRATEGIES
+    n_kernels = max(1, int(env.iparams[I_MAX_TASK_KERNELS]))
+    knn = max(1, int(env.iparams[I_KNN]))
+    return Scratch(
+        means=np.full((max_pool, s), np.nan),
+        cursor=np.zeros((n_kernels, s), np.int64),
+        nbr=np.full((max_pool, s, knn), -1, np.int64),
+        nbr_n=np.zeros((max_pool, s), np.int64),
+        dist=np.zeros(n_kernels),
+        child_phi=np.zeros(len(PHI_DIMS)),
+        child_prof9=np.zeros(len(PROFILE_DIMS)),
+        child_rt6=np.zeros(len(RUNTIME_DIMS)),
+        hw=np.full(3, np.nan),
+        served=np.zeros(1, np.int64),
+    )

@@ -1,0 +1,218 @@
+"""Compile a trace's steps and kernels tables into the arrays of the tape and fitted envs.
+
+Per task: the task's distinct kernels (by kernel_id, first row wins) become rows of the ``k_*``
+arrays; its steps, ordered by (run_id, step), become outcomes grouped per (parent kernel,
+strategy) in recorded order (the tapes). k0 is the parent of the task's first recorded step.
+
+Missing features are filled so the compiled policies never see NaN where they cannot handle it:
+phi, runtime vector and 9-dim profile take the task's per-dimension median (0 when the whole task
+lacks it); the hardware signature stays NaN unless the kernel was profiled (policies then treat
+it as unprofiled). NOTE (D1): the filled values are a replay convenience, not measurements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from kbsim.envs.data import I_MAX_TASK_KERNELS, empty_env
+from kbsim.strategies import N_STRATEGIES, STRATEGIES
+
+STEPS_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "task_id",
+    "step",
+    "parent_id",
+    "strategy",
+    "child_id",
+    "status",
+    "parent_ms",
+    "child_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
+KERNELS_COLUMNS: tuple[str, ...] = (
+    "task_id",
+    "kernel_id",
+    "ms",
+    "phi",
+    "runtime_vec",
+    "hw_sig",
+    "profile9",
+    "profiled",
+)
+
+
+def load_tables(paths: str | Path | Sequence[str | Path]) -> tuple[pa.Table, pa.Table]:
+    """(steps, kernels) of the trace dataset(s) at `paths`, validated by the trace reader.
+
+    Raises ValueError (the reader's TraceError) with one sentence on a bad or empty dataset.
+    """
+    from kbsim.trace.reader import load_trace
+
+    data = load_trace(paths)
+    if data.steps.num_rows == 0:
+        raise ValueError(f"trace {paths} holds no steps: nothing to replay.")
+    return data.steps, data.kernels
+
+
+def check_columns(steps: pa.Table, kernels: pa.Table) -> None:
+    """One clear sentence if a table lacks a column the replay environments need."""
+    for name, table, needed in (
+        ("steps", steps, STEPS_COLUMNS),
+        ("kernels", kernels, KERNELS_COLUMNS),
+    ):
+        missing = [c for c in needed if c not in table.column_names]
+        if missing:
+            raise ValueError(
+                f"the trace's {name} table lacks column(s) {', '.join(missing)} needed for replay."
+            )
+    if steps.num_rows == 0:
+        raise ValueError("the trace holds no steps: nothing to replay.")
+
+
+def _fixed_list(column: pa.ChunkedArray, width: int) -> np.ndarray:
+    """A list<float64> column as an (n, width) float array, NaN for null rows or values."""
+    out = np.full((len(column), width), np.nan)
+    for i, value in enumerate(column.to_pylist()):
+        if value is not None:
+            out[i, : len(value)] = [np.nan if v is None else v for v in value[:width]]
+    return out
+
+
+def _fill_median(values: np.ndarray) -> np.ndarray:
+    values = values.copy()
+    for d in range(values.shape[1]):
+        col = values[:, d]
+        bad = ~np.isfinite(col)
+        if bad.any():
+            good = col[~bad]
+            col[bad] = float(np.median(good)) if good.size else 0.0
+    return values
+
+
+def compile_recorded(
+    steps: pa.Table, kernels: pa.Table, tasks: Sequence[str] | None = None
+) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+    """(EnvData fields, task ids) of the tape/fitted arrays; iparams/fparams left to the caller."""
+    check_columns(steps, kernels)
+    sdf = steps.select(list(STEPS_COLUMNS)).to_pandas()
+    kdf = kernels.select(list(KERNELS_COLUMNS)).to_pandas()
+    task_ids = sorted(set(sdf["task_id"]))
+    if tasks:
+        unknown = [t for t in tasks if t not in task_ids]
+        if unknown:
+            raise ValueError(
+                f"task(s) {', '.join(unknown)} not in the trace; it holds "
+                f"{', '.join(task_ids[:10])}{' ...' if len(task_ids) > 10 else ''}."
+            )
+        task_ids = [t for t in task_ids if t in set(tasks)]
+    unknown_strategies = sorted(set(sdf["strategy"]) - set(STRATEGIES))
+    if unknown_strategies:
+        raise ValueError(
+            f"the trace uses unknown strategy {unknown_strategies[0]!r}; "
+            f"expected one of {', '.join(STRATEGIES)}."
+        )
+    s_count = N_STRATEGIES
+    blocks: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in (
+            "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_child o_child_ms o_parent_ms o_reward "
+            "o_tokens o_cost tape_mean tape_nn tape_counts"
+        ).split()
+    }
+    fields = empty_env(len(task_ids))
+    scale = np.ones((len(task_ids), 5))
+    kstart = [0]
+    k0 = []
+    sgroups = dict(tuple(sdf.groupby("task_id", sort=False)))
+    kgroups = dict(tuple(kdf.groupby("task_id", sort=False)))
+    for t, task in enumerate(task_ids):
+        ts = sgroups[task].sort_values(["run_id", "step"], kind="stable")
+        if task not in kgroups:
+            raise ValueError(f"task {task!r} has steps but no kernels in the trace.")
+        tk = kgroups[task].drop_duplicates("kernel_id", keep="first").reset_index(drop=True)
+        index = {kid: i for i, kid in enumerate(tk["kernel_id"])}
+        offset = kstart[-1]
+        parent = ts["parent_id"].map(index)
+        if parent.isna().any():
+            missing = ts["parent_id"][parent.isna()].iloc[0]
+            raise ValueError(
+                f"task {task!r}: step parent {missing!r} is not in the kernels table."
+            )
+        parent = parent.to_numpy(np.int64)
+        strategy = ts["strategy"].map({s: i for i, s in enumerate(STRATEGIES)}).to_numpy(np.int64)
+        child = ts["child_id"].map(index).fillna(-1).to_numpy(np.int64)
+        k_ms = tk["ms"].to_numpy(np.float64, na_value=np.nan)
+        child_ms = ts["child_ms"].to_numpy(np.float64, na_value=np.nan)
+        recorded_ms = np.where(child >= 0, k_ms[child], np.nan)
+        child_ms = np.where(np.isfinite(child_ms), child_ms, recorded_ms)
+        parent_ms = ts["parent_ms"].to_numpy(np.float64, na_value=np.nan)
+        parent_ms = np.where(np.isfinite(parent_ms), parent_ms, k_ms[parent])
+        success = (ts["status"].to_numpy() == "ok") & (child >= 0) & np.isfinite(child_ms)
+        success &= np.isfinite(parent_ms) & (parent_ms > 0)
+        safe_parent_ms = np.where(success, parent_ms, 1.0)
+        reward = np.where(success, np.maximum(0.0, (parent_ms - child_ms) / safe_parent_ms), 0.0)
+        tokens = ts["prompt_tokens"].fillna(0).to_numpy(np.int64) + ts[
+            "completion_tokens"
+        ].fillna(0).to_numpy(np.int64)
+        cost = ts["cost_usd"].to_numpy(np.float64, na_value=np.nan)
+        cost = np.where(np.isfinite(cost), cost, 0.0)
+        key = parent * s_count + strategy
+        order = np.argsort(key, kind="stable")
+        n_k = len(tk)
+        counts = np.bincount(key, minlength=n_k * s_count)
+        sums = np.bincount(key, weights=reward, minlength=n_k * s_count)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).reshape(n_k, s_count)
+        phi = _fill_median(_fixed_list(tk["phi"], 5))
+        hw = _fixed_list(tk["hw_sig"], 3)
+        hw[~tk["profiled"].to_numpy(bool)] = np.nan
+        std = phi.std(axis=0)
+        scale[t] = np.where(std > 1e-12, std, 1.0)
+        # nearest other kernel (z-scored phi) whose tape for s is not empty
+        z = phi / scale[t]
+        dist = np.sqrt(((z[:, None, :] - z[None, :, :]) ** 2).sum(-1))
+        np.fill_diagonal(dist, np.inf)
+        nn = np.full((n_k, s_count), -1, np.int64)
+        for s in range(s_count):
+            has = counts.reshape(n_k, s_count)[:, s] > 0
+            if has.any():
+                d = np.where(has[None, :], dist, np.inf)
+                best = d.argmin(axis=1)
+                ok = np.isfinite(d[np.arange(n_k), best])
+                nn[ok, s] = best[ok] + offset
+        blocks["k_phi"].append(phi)
+        blocks["k_hw"].append(hw)
+        blocks["k_prof9"].append(_fill_median(_fixed_list(tk["profile9"], 9)))
+        blocks["k_rt6"].append(_fill_median(_fixed_list(tk["runtime_vec"], 6)))
+        blocks["k_ms"].append(k_ms)
+        blocks["o_success"].append(success[order])
+        blocks["o_child"].append(np.where(child >= 0, child + offset, -1)[order])
+        blocks["o_child_ms"].append(np.where(success, child_ms, np.nan)[order])
+        blocks["o_parent_ms"].append(parent_ms[order])
+        blocks["o_reward"].append(reward[order])
+        blocks["o_tokens"].append(tokens[order])
+        blocks["o_cost"].append(cost[order])
+        blocks["tape_mean"].append(mean)
+        blocks["tape_nn"].append(nn)
+        blocks["tape_counts"].append(counts)
+        k0_local = int(parent[0])
+        if not np.isfinite(k_ms[k0_local]):
+            k_ms[k0_local] = parent_ms[0]
+        k0.append(offset + k0_local)
+        kstart.append(offset + n_k)
+    for name, parts in blocks.items():
+        if name != "tape_counts":
+            fields[name] = np.concatenate(parts)
+    counts_all = np.concatenate(blocks["tape_counts"])
+    fields["tape_start"] = np.concatenate([[0], np.cumsum(counts_all)]).astype(np.int64)
+    fields["task_kstart"] = np.asarray(kstart, np.int64)
+    fields["task_k0"] = np.asarray(k0, np.int64)
+    fields["task_scale"] = scale
+    fields["iparams"][I_MAX_TASK_KERNELS] = int(np.diff(fields["task_kstart"]).max())
+    return fields, tuple(task_ids)

@@ -1,0 +1,353 @@
+"""Synthetic environment: kernels as points in a feature space with planted clusters.
+
+A kernel is a point x in [0, 1]^dim (dim <= 5); its behaviour vector is phi[d] = x[d mod dim].
+Instance (per task, drawn from ``seed``): K cluster centres c_j, a hardware signature h_j per
+cluster (SM, DRAM, L2 % of peak) and a base improvement b[j, s] per cluster x strategy; strategies
+whose target resource is saturated in cluster j (h_j[target(s)] >= theta) get a small b.
+
+Mean improvement of strategy s on kernel x (planted Lipschitz constant L, in the Euclidean norm):
+
+    m(x, s) = max(0, max_j (b[j, s] - L * ||x - c_j||))
+
+An attempt fails with probability ``fail``; otherwise the improvement is
+g = clip(m(x, s) + noise * Z, gmin, gmax), Z ~ N(0, 1), the child runs in
+T_child = T_parent * (1 - g) and the v2 reward is max(0, g). Its exact mean, known in closed
+form, makes pseudo-regret exact:
+
+    mu(x, s) = (1 - fail) * (G(m) - G(m - gmax)),
+    G(mu) = mu * Phi(mu / noise) + noise * pdf(mu / noise)
+
+(E[clip(X, 0, a)] = E[max(0, X)] - E[max(0, X - a)] for X ~ N(m, noise^2)). The child's point is
+x_parent + step * N(0, I), or, with probability ``jump``, a fresh point c_j + spread * N(0, I) of a
+uniformly drawn cluster j. A kernel's hardware signature is that of its nearest centre.
+
+Spec strings (``--synthetic SPEC``) are a comma list of ``key=value``, optionally starting with a
+named base: ``default``, ``fixed-pool`` (pool=100), ``minimax`` (gap=minimax, L=0, jump=0),
+``fixed-gap`` (gap=0.1, L=0, jump=0). Keys (defaults in SyntheticSpec):
+
+- K clusters, dim, L, noise, fail, spread, step, jump, gmax, theta (saturation used for planting),
+  tokens (per attempt), usd_per_mtok, tasks (instances, task ids ``syn-000``...), seed;
+- n0: initial pool size (k0 plus n0 - 1 members spread over the clusters; the pool then grows);
+- pool=n: a *fixed* pool of n kernels in K clusters (children are scored but never join), for the
+  clusters-versus-pool-size experiment;
+- gap=g: controlled gaps, b[0, 0] = mu_best and every other b[j, s] = mu_best - g (all clusters
+  unsaturated); gap=minimax: g = sqrt(K * S * ln(horizon) / horizon) (the minimax regime, with
+  K * S arms), capped at mu_best. With L=0 every kernel of cluster j has exactly b[j, s], so the
+  arms (cluster, strategy) have exactly these gaps (before failures and clipping).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+from numba import njit
+
+from kbsim.envs.data import (
+    F_FAIL,
+    F_GMAX,
+    F_GMIN,
+    F_JUMP,
+    F_L,
+    F_NOISE,
+    F_SPREAD,
+    F_STEP,
+    F_USD_PER_TOKEN,
+    I_DIM,
+    I_GROW,
+    I_K,
+    I_MAX_TASK_KERNELS,
+    I_TOKENS,
+    SYNTHETIC,
+    Env,
+    empty_env,
+    make_env,
+)
+from kbsim.rng import rand_int, rand_normal, rand_uniform
+from kbsim.strategies import N_STRATEGIES, TARGET
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """Parameters of a synthetic instance (see the module docstring)."""
+
+    K: int = 3
+    dim: int = 5
+    n0: int = 1
+    pool: int = 0
+    L: float = 1.0
+    noise: float = 0.1
+    fail: float = 0.2
+    spread: float = 0.05
+    step: float = 0.03
+    jump: float = 0.3
+    gmax: float = 0.9
+    theta: float = 75.0
+    gap: float = -1.0  # < 0: no controlled gap
+    horizon: int = 40  # for gap=minimax
+    mu_best: float = 0.3
+    tokens: int = 3000
+    usd_per_mtok: float = 10.0
+    tasks: int = 1
+    seed: int = 0
+    text: str = "default"
+
+    def __post_init__(self) -> None:
+        checks = [
+            (1 <= self.K <= 64, "K must be in 1..64"),
+            (1 <= self.dim <= 5, "dim must be in 1..5"),
+            (self.n0 >= 1, "n0 must be >= 1"),
+            (self.pool >= 0, "pool must be >= 0 (0 = a growing pool)"),
+            (self.L >= 0, "L must be >= 0"),
+            (self.noise >= 0, "noise must be >= 0"),
+            (0 <= self.fail < 1, "fail must be in [0, 1)"),
+            (self.spread >= 0 and self.step >= 0, "spread and step must be >= 0"),
+            (0 <= self.jump <= 1, "jump must be in [0, 1]"),
+            (0 < self.gmax < 1, "gmax must be in (0, 1)"),
+            (self.horizon >= 2, "horizon must be >= 2"),
+            (0 < self.mu_best < 1, "mu_best must be in (0, 1)"),
+            (self.tokens >= 0 and self.usd_per_mtok >= 0, "tokens and usd_per_mtok must be >= 0"),
+            (self.tasks >= 1, "tasks must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"bad synthetic spec {self.text!r}: {message}.")
+
+    @property
+    def n_init(self) -> int:
+        return self.pool if self.pool > 0 else self.n0
+
+    def gap_value(self) -> float:
+        """The planted gap between b[0, 0] and every other base (negative: no gap planted)."""
+        return self.gap
+
+
+_BASES: dict[str, dict[str, str]] = {
+    "default": {},
+    "fixed-pool": {"pool": "100"},
+    "minimax": {"gap": "minimax", "L": "0", "jump": "0"},
+    "fixed-gap": {"gap": "0.1", "L": "0", "jump": "0"},
+}
+
+
+def parse_synthetic(text: str) -> SyntheticSpec:
+    """Parse a spec like ``default``, ``minimax,horizon=200`` or ``K=3,n0=1,L=1.0,noise=0.1``."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    values: dict[str, str] = {}
+    if items and "=" not in items[0]:
+        base = items.pop(0)
+        if base not in _BASES:
+            raise ValueError(
+                f"unknown synthetic base {base!r}; expected one of {', '.join(_BASES)} "
+                "or key=value pairs."
+            )
+        values.update(_BASES[base])
+    types = {f.name: f.type for f in fields(SyntheticSpec) if f.name != "text"}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"bad synthetic spec item {item!r}: expected key=value.")
+        key, raw = (s.strip() for s in item.split("=", 1))
+        if key not in types:
+            raise ValueError(
+                f"unknown synthetic parameter {key!r}; expected one of {', '.join(types)}."
+            )
+        values[key] = raw
+    parsed: dict[str, object] = {}
+    for key, raw in values.items():
+        if key == "gap" and raw == "minimax":
+            parsed[key] = raw
+            continue
+        try:
+            parsed[key] = int(raw) if types[key] == "int" else float(raw)
+        except ValueError:
+            raise ValueError(
+                f"bad value {raw!r} for synthetic parameter {key!r}: expected a {types[key]}."
+            ) from None
+    gap = parsed.pop("gap", -1.0)
+    spec = SyntheticSpec(text=text, **parsed)  # type: ignore[arg-type]
+    if gap == "minimax":
+        arms = spec.K * N_STRATEGIES
+        gap = min(spec.mu_best, math.sqrt(arms * math.log(spec.horizon) / spec.horizon))
+    return replace(spec, gap=float(gap))
+
+
+def _instance(spec: SyntheticSpec, task: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(centres (K, dim), base (K, S), hw (K, 3)) of one task, from (seed, task) only."""
+    gen = np.random.default_rng(np.random.SeedSequence([spec.seed, task]))
+    centres = gen.uniform(0.0, 1.0, size=(spec.K, spec.dim))
+    if spec.gap >= 0:
+        hw = np.full((spec.K, 3), 50.0)
+        base = np.full((spec.K, N_STRATEGIES), max(0.0, spec.mu_best - spec.gap))
+        base[0, 0] = spec.mu_best
+        return centres, base, hw
+    hw = gen.uniform(20.0, 95.0, size=(spec.K, 3))
+    base = gen.uniform(0.05, 0.3, size=(spec.K, N_STRATEGIES))
+    saturated = hw[:, TARGET] >= spec.theta  # (K, S)
+    base[saturated] = gen.uniform(0.0, 0.03, size=int(saturated.sum()))
+    return centres, base, hw
+
+
+def build_synthetic(spec: SyntheticSpec | str) -> Env:
+    """Compile a synthetic spec (string or parsed) into an Env of ``spec.tasks`` instances."""
+    if isinstance(spec, str):
+        spec = parse_synthetic(spec)
+    n_tasks, n_init = spec.tasks, spec.n_init
+    fields_ = empty_env(n_tasks)
+    centres = np.zeros((n_tasks, spec.K, spec.dim))
+    base = np.zeros((n_tasks, spec.K, N_STRATEGIES))
+    hw = np.zeros((n_tasks, spec.K, 3))
+    for t in range(n_tasks):
+        centres[t], base[t], hw[t] = _instance(spec, t)
+    fields_.update(syn_centers=centres, syn_base=base, syn_hw=hw)
+    fields_["iparams"][[I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS]] = [
+        spec.dim,
+        spec.K,
+        0 if spec.pool > 0 else 1,
+        spec.tokens,
+        n_init,
+    ]
+    fp = fields_["fparams"]
+    fp[F_L], fp[F_NOISE], fp[F_FAIL], fp[F_STEP] = spec.L, spec.noise, spec.fail, spec.step
+    fp[F_JUMP], fp[F_GMAX], fp[F_GMIN], fp[F_SPREAD] = spec.jump, spec.gmax, -1.0, spec.spread
+    fp[F_USD_PER_TOKEN] = spec.usd_per_mtok / 1e6
+    # initial members: k0 first, then member i in cluster i mod K, near its centre
+    phi = np.zeros((n_tasks * n_init, 5))
+    for t in range(n_tasks):
+        gen = np.random.default_rng(np.random.SeedSequence([spec.seed, t, 1]))
+        for i in range(n_init):
+            x = centres[t, i % spec.K] + spec.spread * gen.standard_normal(spec.dim)
+            phi[t * n_init + i] = x[np.arange(5) % spec.dim]
+    fields_["k_phi"] = phi
+    fields_["k_ms"] = np.ones(n_tasks * n_init)
+    fields_["task_kstart"] = np.arange(n_tasks + 1, dtype=np.int64) * n_init
+    fields_["task_k0"] = np.arange(n_tasks, dtype=np.int64) * n_init
+    env = make_env(fields_)
+    return Env(
+        name="synthetic",
+        kind=SYNTHETIC,
+        data=env,
+        task_ids=tuple(f"syn-{t:03d}" for t in range(n_tasks)),
+        n_init=(n_init,) * n_tasks,
+        grows=spec.pool == 0,
+        description=spec.text,
+    )
+
+
+# ------------------------------------------------------------------------------ compiled part
+
+
+@njit(cache=True)
+def _std_normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+@njit(cache=True)
+def _pos_part_mean(mu: float, sd: float) -> float:
+    """E[max(0, X)] for X ~ N(mu, sd^2)."""
+    if sd <= 0.0:
+        return max(mu, 0.0)
+    z = mu / sd
+    return mu * _std_normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+@njit(cache=True)
+def clip_normal_mean(mu: float, sd: float, hi: float) -> float:
+    """E[clip(X, 0, hi)] for X ~ N(mu, sd^2)."""
+    return _pos_part_mean(mu, sd) - _pos_part_mean(mu - hi, sd)
+
+
+@njit(cache=True)
+def syn_improvement(env, task: int, phi: np.ndarray, s: int) -> float:
+    """m(x, s) = max(0, max_j (b[j, s] - L ||x - c_j||))."""
+    dim = env.iparams[I_DIM]
+    best = 0.0
+    for j in range(env.iparams[I_K]):
+        d2 = 0.0
+        for d in range(dim):
+            diff = phi[d] - env.syn_centers[task, j, d]
+            d2 += diff * diff
+        value = env.syn_base[task, j, s] - env.fparams[F_L] * math.sqrt(d2)
+        if value > best:
+            best = value
+    return best
+
+
+@njit(cache=True)
+def syn_arm_mean(env, task: int, phi: np.ndarray, s: int) -> float:
+    """Exact mean v2 reward of strategy s on the kernel with behaviour vector phi."""
+    m = syn_improvement(env, task, phi, s)
+    fp = env.fparams
+    return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
+
+
+@njit(cache=True)
+def syn_nearest_cluster(env, task: int, phi: np.ndarray) -> int:
+    dim = env.iparams[I_DIM]
+    best_j, best_d2 = 0, np.inf
+    for j in range(env.iparams[I_K]):
+        d2 = 0.0
+        for d in range(dim):
+            diff = phi[d] - env.syn_centers[task, j, d]
+            d2 += diff * diff
+        if d2 < best_d2:
+            best_j, best_d2 = j, d2
+    return best_j
+
+
+@njit(cache=True)
+def syn_hw(env, task: int, phi: np.ndarray, out_hw: np.ndarray) -> None:
+    j = syn_nearest_cluster(env, task, phi)
+    for d in range(3):
+        out_hw[d] = env.syn_hw[task, j, d]
+
+
+@njit(cache=True)
+def syn_features(
+    env, task: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray, out_rt6: np.ndarray
+) -> None:
+    """v1's 9-dim profile and 6-dim runtime vector of a synthetic kernel (plain functions of x)."""
+    dim = env.iparams[I_DIM]
+    j = syn_nearest_cluster(env, task, phi)
+    sm, dram, l2 = env.syn_hw[task, j, 0], env.syn_hw[task, j, 1], env.syn_hw[task, j, 2]
+    out_prof9[0] = 100.0 - 0.5 * l2
+    out_prof9[1] = dram
+    out_prof9[2] = sm
+    out_prof9[3] = 90.0
+    out_prof9[4] = 50.0 + 40.0 * phi[0]
+    out_prof9[5] = 32.0 + 64.0 * phi[1 % dim]
+    out_prof9[6] = 0.0
+    out_prof9[7] = 100.0 - 0.3 * dram
+    out_prof9[8] = 0.0
+    out_rt6[0] = math.log(ms)
+    for d in range(1, 6):
+        out_rt6[d] = phi[(d - 1) % dim]
+
+
+@njit(cache=True)
+def syn_step(
+    env, task: int, parent_phi: np.ndarray, parent_ms: float, s: int, rng: np.ndarray,
+    out_phi: np.ndarray,
+) -> tuple[bool, float]:
+    """One attempt: (success, child_ms); writes the child's phi into out_phi on success.
+
+    Draws, in order: one uniform (failure), one normal (noise), one uniform (jump) and, for a
+    jump, one integer (cluster), then dim normals (position).
+    """
+    fp = env.fparams
+    if rand_uniform(rng) < fp[F_FAIL]:
+        return False, np.nan
+    g = syn_improvement(env, task, parent_phi, s) + fp[F_NOISE] * rand_normal(rng)
+    g = min(max(g, fp[F_GMIN]), fp[F_GMAX])
+    child_ms = parent_ms * (1.0 - g)
+    dim = env.iparams[I_DIM]
+    if rand_uniform(rng) < fp[F_JUMP]:
+        j = rand_int(rng, env.iparams[I_K])
+        for d in range(dim):
+            out_phi[d] = env.syn_centers[task, j, d] + fp[F_SPREAD] * rand_normal(rng)
+    else:
+        for d in range(dim):
+            out_phi[d] = parent_phi[d] + fp[F_STEP] * rand_normal(rng)
+    for d in range(dim, 5):
+        out_phi[d] = out_phi[d % dim]
+    return True, child_ms

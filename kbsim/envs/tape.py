@@ -1,0 +1,97 @@
+"""Tape environment: the recorded outcomes of a trace, replayed in order.
+
+For each (parent kernel, strategy) the recorded outcomes form a tape; a simulated policy asking
+for that arm gets the tape's next outcome (same child, same runtime, same tokens and cost). A
+correct child joins the pool with its recorded features; its pool key is its kernel row.
+
+When a tape runs out (``on_exhaust``):
+
+- ``resample``: a bootstrap draw (uniform, env rng) from that tape; if it was empty to begin
+  with, the ``nearest`` rule applies;
+- ``nearest``: a bootstrap draw from the tape of the nearest recorded parent in z-scored
+  phi-space that has outcomes for the same strategy (the Lipschitz assumption); the child's
+  runtime is scaled by the runtime ratio of that outcome (T_child = T_parent * Tc' / Tp');
+- ``stop``: the episode is truncated at this step (the horizon reached is reported).
+
+A strategy with no outcome at all in the task (nothing to draw from) is an immediate failure
+with no tokens. Coverage = the fraction of steps served fresh from the asked tape.
+
+Pseudo-regret is measured against tape means: the mean v2 reward max(0, (Tp - Tc) / Tp)
+(failures 0) of each tape's recorded outcomes (for an empty tape, that of the tape the
+``nearest`` rule would use; NaN under ``stop``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from kbsim.envs.data import I_ON_EXHAUST, NEAREST, ON_EXHAUST, STOP, TAPE, Env, make_env
+from kbsim.envs.recorded import compile_recorded
+from kbsim.rng import rand_int
+from kbsim.strategies import N_STRATEGIES
+
+
+def build_tape(
+    steps: pa.Table,
+    kernels: pa.Table,
+    *,
+    on_exhaust: str = "resample",
+    tasks: Sequence[str] | None = None,
+    description: str = "trace",
+) -> Env:
+    """The tape environment of a trace's steps and kernels tables."""
+    if on_exhaust not in ON_EXHAUST:
+        raise ValueError(
+            f"unknown on-exhaust rule {on_exhaust!r}; expected one of {', '.join(ON_EXHAUST)}."
+        )
+    fields, task_ids = compile_recorded(steps, kernels, tasks)
+    fields["iparams"][I_ON_EXHAUST] = ON_EXHAUST[on_exhaust]
+    return Env(
+        name="tape",
+        kind=TAPE,
+        data=make_env(fields),
+        task_ids=task_ids,
+        n_init=(1,) * len(task_ids),
+        grows=True,
+        description=description,
+    )
+
+
+@njit(cache=True)
+def tape_arm_mean(env, key: int, s: int) -> float:
+    """Mean recorded v2 reward of (kernel row `key`, strategy s), or of its `nearest` stand-in."""
+    mean = env.tape_mean[key, s]
+    if np.isnan(mean) and env.iparams[I_ON_EXHAUST] != STOP:
+        nn = env.tape_nn[key, s]
+        if nn >= 0:
+            mean = env.tape_mean[nn, s]
+    return mean
+
+
+@njit(cache=True)
+def tape_pick(env, task: int, key: int, s: int, cursor: np.ndarray, rng: np.ndarray):
+    """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s."""
+    k_local = key - env.task_kstart[task]
+    slot = key * N_STRATEGIES + s
+    lo, hi = env.tape_start[slot], env.tape_start[slot + 1]
+    used = cursor[k_local, s]
+    if lo + used < hi:
+        cursor[k_local, s] = used + 1
+        return lo + used, True, True, False
+    mode = env.iparams[I_ON_EXHAUST]
+    if mode == STOP:
+        return -1, True, False, True
+    if mode != NEAREST and hi > lo:
+        return lo + rand_int(rng, hi - lo), True, False, False
+    nn = env.tape_nn[key, s]
+    if nn >= 0:
+        slot = nn * N_STRATEGIES + s
+        lo2, hi2 = env.tape_start[slot], env.tape_start[slot + 1]
+        return lo2 + rand_int(rng, hi2 - lo2), False, False, False
+    if hi > lo:
+        return lo + rand_int(rng, hi - lo), True, False, False
+    return -1, True, False, False
