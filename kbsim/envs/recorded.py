@@ -75,12 +75,13 @@ def check_columns(steps: pa.Table, kernels: pa.Table) -> None:
         raise ValueError("the trace holds no steps: nothing to replay.")
 
 
-def _fixed_list(column: pa.ChunkedArray, width: int) -> np.ndarray:
-    """A list<float64> column as an (n, width) float array, NaN for null rows or values."""
+def _fixed_list(column, width: int) -> np.ndarray:
+    """A column of float lists as an (n, width) float array, NaN for null rows or values."""
     out = np.full((len(column), width), np.nan)
-    for i, value in enumerate(column.to_pylist()):
-        if value is not None:
-            out[i, : len(value)] = [np.nan if v is None else v for v in value[:width]]
+    for i, value in enumerate(list(column)):
+        if value is not None and not (np.isscalar(value) and value != value):
+            row = np.asarray(value, dtype=np.float64)[:width]
+            out[i, : len(row)] = row
     return out
 
 
