@@ -1,0 +1,128 @@
+"""The real evaluator on CPU (Triton interpreter): known-good and known-bad candidates.
+
+One evaluator serves the whole module; after every bad candidate it must still judge a good one
+correctly (it keeps serving).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from live.evaluator import EvalResult, Evaluator, kernel_id
+from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+CANDIDATES = Path(__file__).parent / "fixtures" / "candidates"
+
+
+def source(name: str) -> str:
+    return (CANDIDATES / f"{name}.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Iterator[Evaluator]:
+    os.environ["FAKE_API_KEY"] = "sk-planted-for-the-test"
+    os.environ["SOME_SERVICE_TOKEN"] = "planted"
+    try:
+        with Evaluator(SPEC, device="cpu", timeout_s=5, compile_timeout_s=60,
+                       memory_limit_mb=8192) as ev:
+            yield ev
+    finally:
+        os.environ.pop("FAKE_API_KEY", None)
+        os.environ.pop("SOME_SERVICE_TOKEN", None)
+
+
+def assert_still_serves(ev: Evaluator) -> None:
+    good = ev.evaluate("vadd", source("vadd_good"), seed=1)
+    assert good.status == "ok", good.error
+
+
+def test_good_candidate_is_ok_with_cpu_timings(evaluator: Evaluator) -> None:
+    result = evaluator.evaluate("vadd", source("vadd_good"), seed=0)
+    assert result.status == "ok", result.error
+    assert result.correct and result.error is None
+    assert result.timing_backend == "cpu-interpreter"
+    assert result.kernel_id == kernel_id(source("vadd_good"))
+    assert result.shape_ms is not None and len(result.shape_ms) == 2
+    assert result.ms == pytest.approx(sum(result.shape_ms))
+    assert result.speedup == pytest.approx(result.ref_ms / result.ms)
+    assert result.registers is None  # no compiled kernel under the interpreter
+    assert result.phi is not None and len(result.phi) == 5
+    assert result.eval_latency_s is not None and result.worker_overhead_s is not None
+    assert not result.worker_recycled
+
+
+def test_second_task_good_and_wrong(evaluator: Evaluator) -> None:
+    assert evaluator.evaluate("rowsum", source("rowsum_good"), seed=0).status == "ok"
+    wrong = evaluator.evaluate("rowsum", source("rowsum_wrong"), seed=0)
+    assert wrong.status == "incorrect"
+    assert "max abs error" in wrong.error and "shape" in wrong.error
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [
+        ("vadd_wrong", "incorrect", "max abs error"),
+        ("vadd_unwritten", "incorrect", "NaN"),
+        ("vadd_mutates", "incorrect", "input 0 was modified"),
+        ("vadd_raises", "runtime_error", "ValueError: candidate gave up"),
+        ("vadd_exit", "runtime_error", "worker died: exit code 3"),
+        ("vadd_segfault", "runtime_error", "signal 11"),
+        ("vadd_hang", "timeout", "exceeded 5 s"),
+    ],
+)
+def test_bad_candidates_are_classified_and_evaluator_keeps_serving(
+    evaluator: Evaluator, name: str, status: str, message: str
+) -> None:
+    result = evaluator.evaluate("vadd", source(name), seed=0)
+    assert isinstance(result, EvalResult)
+    assert result.status == status, result.error
+    assert message in result.error
+    assert not result.correct and result.ms is None
+    assert_still_serves(evaluator)
+
+
+def test_syntax_error_is_compile_error(evaluator: Evaluator) -> None:
+    result = evaluator.evaluate("vadd", "def vadd(x, y, out)\n    pass\n", seed=0)
+    assert result.status == "compile_error"
+    assert "SyntaxError" in result.error
+
+
+def test_missing_entry_is_compile_error(evaluator: Evaluator) -> None:
+    result = evaluator.evaluate("vadd", "def something_else():\n    pass\n", seed=0)
+    assert result.status == "compile_error"
+    assert "'vadd'" in result.error
+
+
+def test_no_secret_reaches_the_worker(evaluator: Evaluator) -> None:
+    assert os.environ["FAKE_API_KEY"]  # planted in the parent
+    result = evaluator.evaluate("vadd", source("vadd_env"), seed=0)
+    assert result.status == "ok", result.error
+
+
+def test_faults_replace_the_worker(evaluator: Evaluator) -> None:
+    before = evaluator.workers_started
+    crashed = evaluator.evaluate("vadd", source("vadd_segfault"), seed=0)
+    assert crashed.worker_recycled
+    assert evaluator.workers_started == before + 1
+    incorrect = evaluator.evaluate("vadd", source("vadd_wrong"), seed=0)
+    assert not incorrect.worker_recycled  # a wrong answer does not cost a fresh worker
+    assert evaluator.workers_started == before + 1
+
+
+def test_kernel_row_matches_schema(evaluator: Evaluator) -> None:
+    import pyarrow as pa
+
+    from kbsim.trace.schema import KERNELS_SCHEMA
+
+    code = source("vadd_good")
+    result = evaluator.evaluate("vadd", code, seed=0)
+    row = result.to_kernel_row(run_id="r0", code=code, strategy_chain=["tiling"])
+    table = pa.Table.from_pylist([row], schema=KERNELS_SCHEMA)
+    assert table.num_rows == 1
+    assert row["profiled"] is False and row["hw_sig"] is None
+    assert row["phi"][1] is None  # NaN (unknown registers) stored as null
+    assert row["timing_backend"] == "cpu-interpreter"

@@ -1,0 +1,155 @@
+"""Pure parts of the evaluator: hashing, output comparison, occupancy, statistics, records."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from live.evaluator.checks import check_call, compare_output, poisoned_like
+from live.evaluator.hashing import kernel_id, normalise_source
+from live.evaluator.metadata import (
+    CompileMeta,
+    DeviceLimits,
+    phi_vector,
+    runtime_vector,
+    theoretical_occupancy_pct,
+)
+from live.evaluator.result import EvalResult, failure, short_error
+from live.evaluator.run_candidate import InputCache, classify_exception
+from live.evaluator.sandbox import scrubbed_env
+from live.evaluator.timing import TimingConfig, classic_cv, robust_cv, time_cpu
+
+H100 = DeviceLimits(name="H100")
+
+
+def test_kernel_id_ignores_trailing_whitespace_and_line_endings() -> None:
+    a = "def f():\n    return 1\n"
+    b = "\n\ndef f():   \r\n    return 1\r\n\n"
+    assert kernel_id(a) == kernel_id(b)
+    assert len(kernel_id(a)) == 16 and int(kernel_id(a), 16) >= 0
+    assert kernel_id(a) != kernel_id("def f():\n    return 2\n")
+    assert normalise_source(b) == a
+
+
+@pytest.mark.parametrize(
+    ("out", "ref", "expected"),
+    [
+        ([1.0, 2.0], [1.0, 2.0], None),
+        ([1.0, float("nan")], [1.0, 2.0], "NaN"),
+        ([1.0, 2.5], [1.0, 2.0], "max abs error 0.5"),
+        ([float("nan")], [float("nan")], None),  # NaN where the reference has NaN is fine
+        ([float("inf")], [float("inf")], None),
+    ],
+)
+def test_compare_output_float(out: list, ref: list, expected: str | None) -> None:
+    problem = compare_output(torch.tensor(out), torch.tensor(ref), 1e-4, 1e-4)
+    assert (problem is None) if expected is None else (expected in problem)
+
+
+def test_compare_output_int_is_exact_and_shape_checked() -> None:
+    assert compare_output(torch.tensor([1, 2]), torch.tensor([1, 2]), 0, 0) is None
+    assert "1/2 elements differ" in compare_output(torch.tensor([1, 3]), torch.tensor([1, 2]), 0, 0)
+    assert "shape" in compare_output(torch.zeros(3), torch.zeros(2), 0, 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool])
+def test_poisoned_outputs_never_equal_a_plausible_reference(dtype: torch.dtype) -> None:
+    ref = torch.tensor([0, 1, 1, 0]).to(dtype)
+    assert compare_output(poisoned_like(ref), ref, 1e-2, 1e-2) is not None
+
+
+def test_check_call_catches_mutation_and_accepts_correct() -> None:
+    def reference(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    def good(inputs: tuple, outputs: list) -> list:
+        outputs[0].copy_(inputs[0] * 2)
+        return outputs
+
+    def mutating(inputs: tuple, outputs: list) -> list:
+        outputs[0].copy_(inputs[0] * 2)
+        inputs[0].add_(1)
+        return outputs
+
+    tol = lambda name: (1e-5, 1e-5)  # noqa: E731
+    x = torch.arange(4.0)
+    assert check_call(good, reference, (x,), tol, lambda: None) is None
+    problem = check_call(mutating, reference, (x.clone(),), tol, lambda: None)
+    assert problem is not None and "input 0" in problem.message
+
+
+def test_occupancy_limits() -> None:
+    # 4 warps, few registers, no shared memory: limited by max warps -> 100 %
+    assert theoretical_occupancy_pct(32, 0, 4, H100) == pytest.approx(100.0)
+    # 255 registers/thread, 8 warps: 65536 / (256*32) = 8 warps... -> 1 block of 8 warps of 64
+    assert theoretical_occupancy_pct(255, 0, 8, H100) == pytest.approx(12.5)
+    # 100 KB of shared memory per block: 2 blocks of 4 warps = 8 of 64 warps
+    assert theoretical_occupancy_pct(32, 100 * 1024, 4, H100) == pytest.approx(12.5)
+
+
+def test_phi_and_runtime_vectors() -> None:
+    meta = CompileMeta(registers=32, spills=0, shared_bytes=2048, num_warps=4, num_stages=2)
+    phi = phi_vector(1.0, meta, H100)
+    assert phi == pytest.approx((math.log1p(1.0), 32.0, 2.0, 7.0, 100.0))
+    # 40 registers: 1280 per warp -> 51 warps -> 12 blocks of 4 warps = 48/64 warps
+    assert theoretical_occupancy_pct(40, 0, 4, H100) == pytest.approx(75.0)
+    assert all(math.isnan(v) for v in phi_vector(1.0, CompileMeta(), H100)[1:])
+    vec = runtime_vector(2.0, 1e6, 2e6, 1e6, meta, 100.0)
+    assert vec == pytest.approx((math.log(2.0), math.log(1e6), 2.0, 128.0, 1.0, 100.0))
+
+
+def test_timing_statistics() -> None:
+    assert robust_cv([1.0, 1.0, 1.0, 100.0]) == 0.0  # one outlier does not inflate it
+    assert classic_cv([1.0, 1.0, 1.0, 100.0]) > 1.0
+    samples = time_cpu([lambda: None, lambda: None], TimingConfig(cpu_reps=3))
+    assert [len(s) for s in samples.ms] == [3, 3]
+
+
+def test_scrubbed_env_drops_credentials_only() -> None:
+    env = scrubbed_env(
+        {"PATH": "/bin", "OPENAI_API_KEY": "x", "HF_HOME": "/h", "GITHUB_TOKEN": "t",
+         "DB_PASSWORD": "p", "MY_SECRET": "s", "CUDA_VISIBLE_DEVICES": "0"},
+        {"EXTRA": "1"},
+    )
+    assert env == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0", "EXTRA": "1"}
+
+
+def test_exception_classification() -> None:
+    from triton.compiler.errors import CompilationError
+
+    compile_error = CompilationError.__new__(CompilationError)
+    Exception.__init__(compile_error, "bad tl call")
+    compile_error.message = "bad tl call"
+    assert classify_exception(compile_error).status == "compile_error"
+    outcome = classify_exception(RuntimeError("CUDA error: an illegal memory access was "
+                                              "encountered"), "cuda")
+    assert outcome.status == "runtime_error" and outcome.recycle
+    assert outcome.message.startswith("illegal memory access")
+
+
+def test_input_cache_hands_out_clones_and_evicts() -> None:
+    cache = InputCache(max_bytes=100)
+    calls = []
+
+    def make() -> tuple:
+        calls.append(1)
+        return (torch.zeros(5), 3)  # 20 bytes
+
+    first = cache.get(("a",), make)
+    first[0].add_(1)  # a candidate spoils its copy
+    second = cache.get(("a",), make)
+    assert len(calls) == 1 and torch.equal(second[0], torch.zeros(5)) and second[1] == 3
+    for key in "bcdef":
+        cache.get((key,), make)
+    assert cache.get(("a",), make) is not None and len(calls) == 7  # "a" was evicted
+
+
+def test_result_validation_and_failure_helper() -> None:
+    with pytest.raises(ValueError, match="unknown status"):
+        EvalResult(status="great", kernel_id="k", task_id="t")
+    result = failure("timeout", "k", "t", "x" * 2000)
+    assert len(result.error) == 500 and result.error.endswith("...")
+    assert short_error("a\n  b") == "a b"
+    assert result.to_dict()["status"] == "timeout"
