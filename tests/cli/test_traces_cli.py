@@ -1,0 +1,128 @@
+"""`kernelband traces ...`: right output on good data, one clear line and exit 1 on bad data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kbsim.trace.synthetic_trace import write_synthetic_trace
+from kernelband.cli import main
+from tests.kbsim.test_trace_reader import CORRUPTIONS, corrupted_dataset
+from tests.kbsim.test_trace_writer import write_valid
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, ["traces", *map(str, args)])
+
+
+def assert_clean_failure(result: Result) -> None:
+    """Exit 1 through sys.exit, nothing on stdout, no traceback anywhere."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+def test_validate_reports_counts_on_a_valid_dataset(tmp_path: Path) -> None:
+    write_valid(tmp_path / "d", 3)
+    result = run("validate", tmp_path / "d")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "valid: 3 steps, 4 kernels\n"
+
+
+@pytest.mark.parametrize(
+    ("corruption", "message"), [c[1:] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS]
+)
+def test_validate_prints_the_sentence_and_exits_1(
+    tmp_path: Path, corruption: Callable[[Path], None], message: str
+) -> None:
+    d = corrupted_dataset(tmp_path, corruption)
+    result = run("validate", d)
+    assert_clean_failure(result)
+    assert result.stderr == f"invalid: {message.format(d=d)}\n"
+
+
+@pytest.mark.parametrize("command", ["info", "head", "merge"])
+@pytest.mark.parametrize("corruption_id", ["missing-manifest", "truncated-part", "wrong-type"])
+def test_other_commands_fail_cleanly_on_bad_data(
+    tmp_path: Path, command: str, corruption_id: str
+) -> None:
+    corruption, message = next(c[1:] for c in CORRUPTIONS if c[0] == corruption_id)
+    d = corrupted_dataset(tmp_path, corruption)
+    extra = ["--out", str(tmp_path / "out")] if command == "merge" else []
+    result = run(command, d, *extra)
+    assert_clean_failure(result)
+    assert result.stderr == f"invalid: {message.format(d=d)}\n"
+
+
+def test_info_prints_one_line_per_task(tmp_path: Path) -> None:
+    d = write_synthetic_trace(tmp_path / "d", 400, 4, seed=0)
+    result = run("info", d)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("1 dataset(s), 1 run(s), 4 task(s), 400 steps, ")
+    assert lines[1].split()[:3] == ["task_id", "attempts", "ok"]
+    assert lines[1].split()[-3:] == ["best_speedup", "runs", "hardware"]
+    rows = [line.split() for line in lines[2:]]
+    assert [r[0] for r in rows] == ["task000", "task001", "task002", "task003"]
+    assert all(r[1] == "100" and r[-1] == "synthetic" and r[-3].endswith("x") for r in rows)
+
+
+def test_merge_reports_renamed_runs(tmp_path: Path) -> None:
+    write_valid(tmp_path / "a", 2)
+    write_valid(tmp_path / "b", 3)
+    result = run("merge", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "m")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"merged 2 dataset(s) into {tmp_path / 'm'}: 5 steps, 4 kernels, 2 run(s)",
+        f"renamed run 'r1' of {tmp_path / 'b'} to 'r1-2'",
+    ]
+    again = run("merge", tmp_path / "a", "--out", tmp_path / "m")
+    assert_clean_failure(again)
+    assert "already holds a trace dataset" in again.stderr
+
+
+def test_head_shows_rows_and_columns(tmp_path: Path) -> None:
+    write_valid(tmp_path / "d", 5)
+    result = run("head", tmp_path / "d", "-n", "2", "-c", "step,status,child_ms")
+    assert result.exit_code == 0, result.output
+    assert [line.split() for line in result.stdout.splitlines()] == [
+        ["step", "status", "child_ms"],
+        ["0", "ok", "1.5"],
+        ["1", "ok", "1.5"],
+    ]
+    kernels = run("head", tmp_path / "d", "--kernels", "-c", "kernel_id")
+    assert kernels.stdout.split() == ["kernel_id", "k0", "k1", "k2", "k3", "k4", "k5"]
+    bad = run("head", tmp_path / "d", "-c", "nope")
+    assert_clean_failure(bad)
+    assert bad.stderr.startswith("error: unknown column 'nope'; columns are: run_id, task_id")
+
+
+@pytest.mark.parametrize("sub", ["info", "validate", "merge", "head"])
+def test_every_traces_command_documents_an_example(sub: str) -> None:
+    result = run(sub, "--help")
+    assert result.exit_code == 0 and "Example:" in result.stdout
+    assert f"kernelband traces {sub}" in result.stdout
+
+
+def test_real_entry_point_fails_without_traceback(tmp_path: Path) -> None:
+    """The installed console script, as a user runs it."""
+    script = Path(sys.executable).with_name("kernelband")
+    command = (
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-c", "from kernelband.cli import main; main()"]
+    )
+    result = subprocess.run(
+        [*command, "traces", "info", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr == f"invalid: {tmp_path / 'nope'}: no such directory\n"
