@@ -260,7 +260,8 @@ def find_knobs(tree: ast.Module) -> tuple[list[Knob], dict[str, Kernel], list[La
                     launch.function, tree, expr, literal
                 )
                 if safe:
-                    add(Knob("block", param, literal, ("literal", id(expr)), where, [kernel],
+                    target = ("literal", expr.lineno, expr.col_offset)
+                    add(Knob("block", param, literal, target, where, [kernel],
                              lambda v, launch=launch, param=param: _set_passed(launch, param, v)))
                 continue
             if not isinstance(expr, ast.Name):
@@ -293,6 +294,7 @@ def find_knobs(tree: ast.Module) -> tuple[list[Knob], dict[str, Kernel], list[La
             value = default if expr is None else _int_literal(expr)
             if value is None and isinstance(expr, ast.Name) and expr.id in constants:
                 value = _int_literal(constants[expr.id].value)
-            add(Knob(option, option, value, (option, id(launch.call)), where, [kernel],
+            target = (option, launch.call.lineno, launch.call.col_offset)
+            add(Knob(option, option, value, target, where, [kernel],
                      lambda v, call=launch.call, option=option: _set_keyword(call, option, v)))
     return list(knobs.values()), kernels, launches
