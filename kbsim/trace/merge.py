@@ -106,7 +106,9 @@ def merge_traces(inputs: Sequence[str | Path], out: str | Path) -> Path:
     if not inputs:
         raise ValueError("merge needs at least one input dataset")
     datas = [load_trace(path) for path in inputs]
-    taken: dict[str, pa.Table] = {}
+    taken_ids: set[str] = set()
+    # original run id -> [(run id in the output, its steps under the original id)]
+    seen_runs: dict[str, list[tuple[str, pa.Table]]] = {}
     run_sources: list[tuple[str, int, str]] = []
     steps_parts: list[pa.Table] = []
     kernels_parts: list[pa.Table] = []
@@ -115,17 +117,21 @@ def merge_traces(inputs: Sequence[str | Path], out: str | Path) -> Path:
         dropped: list[str] = []
         for run_id in data.run_ids:
             run = _run_steps(data.steps, run_id)
-            if run_id in taken and taken[run_id].equals(run):
+            same = [new for new, steps in seen_runs.get(run_id, []) if steps.equals(run)]
+            if same:  # an identical run is already in: keep it once (its kernels still count)
                 dropped.append(run_id)
+                if same[0] != run_id:
+                    renames[run_id] = same[0]
                 continue
             new_id = run_id
             suffix = 2
-            while new_id in taken:
+            while new_id in taken_ids:
                 new_id = f"{run_id}-{suffix}"
                 suffix += 1
             if new_id != run_id:
                 renames[run_id] = new_id
-            taken[new_id] = _with_run_ids(run, renames) if new_id != run_id else run
+            taken_ids.add(new_id)
+            seen_runs.setdefault(run_id, []).append((new_id, run))
             run_sources.append((new_id, index, run_id))
         steps = data.steps
         if dropped:

@@ -51,6 +51,14 @@ def test_colliding_run_ids_are_renamed_in_steps_and_kernels(tmp_path: Path) -> N
     assert kernels.num_rows == 4 and set(kernels.column("run_id").to_pylist()) == {"r1"}
 
 
+def test_a_run_identical_to_a_renamed_one_is_kept_once(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", "H100", 3)
+    b = _run(tmp_path / "b", "A100", 2, child_ms=1.25)
+    data = load_trace(merge_traces([a, b, b, a], tmp_path / "out"))
+    assert data.run_ids == ["r1", "r1-2"]
+    assert data.steps.column("run_id").to_pylist() == ["r1"] * 3 + ["r1-2"] * 2
+
+
 def test_merge_is_deterministic(tmp_path: Path) -> None:
     a = _run(tmp_path / "a", "H100", 2)
     b = _run(tmp_path / "b", "H100", 2, child_ms=1.2)
