@@ -82,6 +82,17 @@ def scan_parts(table_dir: Path) -> tuple[list[PartFile], list[PartFile]]:
     return live, superseded
 
 
+def stray_parquet_files(table_dir: Path) -> list[Path]:
+    """`*.parquet` files that are not part files: globs would read them, the reader would not."""
+    if not table_dir.is_dir():
+        return []
+    return sorted(
+        Path(e.path)
+        for e in os.scandir(table_dir)
+        if e.name.endswith(".parquet") and _PART_RE.match(e.name) is None
+    )
+
+
 def stray_temp_files(table_dir: Path) -> list[Path]:
     """Temp files left by a killed writer (never complete, always safe to delete)."""
     if not table_dir.is_dir():

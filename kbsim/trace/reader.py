@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kbsim.trace import checks
-from kbsim.trace.layout import MANIFEST_NAME, scan_parts
+from kbsim.trace.layout import MANIFEST_NAME, scan_parts, stray_parquet_files
 from kbsim.trace.schema import KERNELS_SCHEMA, MANIFEST_KEYS, SCHEMA_VERSION, STEPS_SCHEMA
 
 PathLike = str | Path
@@ -138,7 +138,11 @@ def read_table_dir(
     target = pa.schema([schema.field(name) for name in wanted], metadata=schema.metadata)
     live, _superseded = scan_parts(table_dir)
     tables: list[pa.Table] = []
-    problems: list[str] = []
+    problems: list[str] = [
+        f"{stray}: not named like a part file (part-NNNNNNNN.parquet), so Parquet globs would "
+        f"read it but kbsim would not"
+        for stray in stray_parquet_files(table_dir)
+    ]
     for part in live:
         try:
             part_schema = pq.read_schema(part.path)

@@ -123,6 +123,10 @@ class TraceWriter:
             raise ValueError(
                 f"manifest schema_version must be {SCHEMA_VERSION}, got {given_version!r}"
             )
+        for key in ("run_ids", "tasks"):
+            values = manifest.get(key, [])
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise ValueError(f"manifest {key} must be a list of strings, got {values!r}")
         if exists:
             existing, problems = read_manifest(self.path)
             if existing is None or problems:

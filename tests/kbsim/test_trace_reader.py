@@ -172,6 +172,12 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], None], str]] = [
         "(first: task_id='t1', child_id='k2')",
     ),
     (
+        "stray-parquet-file",
+        lambda d: shutil.copy(d / STEPS_PART, d / "steps/extra.parquet"),
+        "{d}/steps/extra.parquet: not named like a part file (part-NNNNNNNN.parquet), "
+        "so Parquet globs would read it but kbsim would not",
+    ),
+    (
         "duplicate-kernels",
         lambda d: shutil.copy(d / KERNELS_PART, d / "kernels/part-00000002.parquet"),
         "{d}: kernel (task_id='t1', kernel_id='k0') is recorded 2 times",
