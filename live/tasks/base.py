@@ -19,6 +19,9 @@ A *candidate* is the source text of a Python module. How the evaluator calls it 
 ``Task.call(module, inputs, outputs)`` hides the difference: it returns the outputs tuple for
 either style. ``k0`` is a candidate too: plain, correct and deliberately not tuned.
 
+Before importing a candidate, pass it through ``task.module_source(code)`` (identity for the
+built-in tasks; TritonBench tasks drop the test code below the separator).
+
 Optionally, ``task.source_check(candidate_source, device) -> str | None`` is an extra,
 source-level correctness check run in the evaluator's worker: ``None`` means pass, a string is
 the one-sentence reason it failed. TritonBench tasks use it to run the operator's own test code
@@ -80,6 +83,9 @@ class Task:
         source_check: optional ``source_check(candidate_source, device) -> str | None``.
         compute_dtype: dtype whose peak FLOP/s bounds the kernel (``float16`` for an fp16
             matmul), used by ``live.hardware.roofline_fraction``.
+        prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
+            instead of the raw candidate (TritonBench: the code above the 146-``#`` separator, so
+            a whole operator file's test code is not run at import). Use ``module_source``.
     """
 
     name: str
@@ -100,6 +106,7 @@ class Task:
     run: Callable[[ModuleType, tuple], tuple] | None = None
     source_check: Callable[[str, str], str | None] | None = None
     compute_dtype: str = "float32"
+    prepare_source: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
@@ -116,6 +123,12 @@ class Task:
         if dtype_name in self.tolerances:
             return self.tolerances[dtype_name]
         return DEFAULT_TOLERANCES.get(dtype_name, (1e-5, 1e-5))
+
+    def module_source(self, candidate_source: str) -> str:
+        """The text to import as the candidate's module (``prepare_source`` applied)."""
+        if self.prepare_source is None:
+            return candidate_source
+        return self.prepare_source(candidate_source)
 
     def call(self, module: ModuleType, inputs: tuple, outputs: tuple | None = None) -> tuple:
         """Run a candidate module on ``inputs`` and return its outputs as a tuple.

@@ -175,7 +175,7 @@ def selfcheck(
     checks: list[ShapeCheck] = []
     with interpreter_for(device):
         try:
-            module = import_source(code, task.name)
+            module = import_source(task.module_source(code), task.name)
         except Exception as exc:
             error = f"source does not import: {type(exc).__name__}: {exc}"
             return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)

@@ -344,10 +344,15 @@ def compare_results(got: Any, expected: Any, where: str = "result_gold") -> str 
     return None if got == expected else f"{where}: {got!r} != {expected!r}"
 
 
+def code_part(candidate_source: str) -> str:
+    """The code above the separator of a whole operator file (all of it without one)."""
+    split = split_operator_file(candidate_source)
+    return split[0] if split else candidate_source
+
+
 def source_check(path: str, op: str, candidate_source: str, device: str) -> str | None:
     """Run the operator's test code on the candidate; compare ``result_gold`` with the gold's."""
-    split = split_operator_file(candidate_source)
-    code = split[0] if split else candidate_source
+    code = code_part(candidate_source)
     source = _operator(path, op)
     expected = _gold_result(path, op, device)
     try:
@@ -406,6 +411,7 @@ def tritonbench_task(path: Path | str, name: str) -> Task:
         call_style="returns",
         run=functools.partial(run_operator, path_str, op, is_sequence),
         source_check=functools.partial(source_check, path_str, op),
+        prepare_source=code_part,
     )
 
 
