@@ -8,6 +8,9 @@
   -1 = episode truncated (tape env, ``stop``);
 - `env_reveal_hw`: "profile" a pool member: write its hardware signature into pool.hw.
 
+Pool keys: the synthetic env stores each kernel's planted cluster label; tape and fitted store
+the recorded kernel row the member's features come from.
+
 The env rng is separate from the policy rng, so environment draws never shift the policy's random
 stream (this is what makes a tape replay of the logging policy exact).
 """
@@ -34,9 +37,11 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
         for i in range(n_init):
             row = first + i
             ms = env.k_ms[row]
-            syn_features(env, task, env.k_phi[row], ms, scratch.child_prof9, scratch.child_rt6)
+            label = i % env.syn_base.shape[1]
+            syn_features(env, task, label, env.k_phi[row], ms, scratch.child_prof9,
+                         scratch.child_rt6)
             pool_add(pool, env.k_phi[row], scratch.hw, scratch.child_prof9, scratch.child_rt6,
-                     ms, pool.n[0])
+                     ms, label)
         return env.k_ms[first]
     row = env.task_k0[task]
     pool_add(pool, env.k_phi[row], scratch.hw, env.k_prof9[row], env.k_rt6[row], env.k_ms[row],
@@ -53,7 +58,7 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     best = np.nan
     for s in range(N_STRATEGIES):
         if kind == SYNTHETIC:
-            mean = syn_arm_mean(env, task, phi, s)
+            mean = syn_arm_mean(env, task, pool.key[idx], phi, s)
         elif kind == FITTED:
             mean = fitted_arm_mean(env, scratch, idx, s)
         else:
@@ -78,13 +83,13 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
         tokens = env.iparams[I_TOKENS]
         cost = tokens * env.fparams[F_USD_PER_TOKEN]
         scratch.served[0] += 1
-        ok, child_ms = syn_step(env, task, pool.phi[parent], pool.ms[parent], s, rng,
-                                scratch.child_phi)
+        ok, child_ms, label = syn_step(env, task, pool.key[parent], pool.phi[parent],
+                                       pool.ms[parent], s, rng, scratch.child_phi)
         if not ok:
             return 0, np.nan, -1, tokens, cost
-        syn_features(env, task, scratch.child_phi, child_ms, scratch.child_prof9,
+        syn_features(env, task, label, scratch.child_phi, child_ms, scratch.child_prof9,
                      scratch.child_rt6)
-        return 1, child_ms, -1, tokens, cost
+        return 1, child_ms, label, tokens, cost
     if kind == FITTED:
         row = fitted_pick(env, scratch, parent, s, rng)
         own = False
@@ -118,6 +123,6 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
 def env_reveal_hw(kind, env, task, pool, idx) -> None:
     """Write the hardware signature of pool member idx (NaN if the data never profiled it)."""
     if kind == SYNTHETIC:
-        syn_hw(env, task, pool.phi[idx], pool.hw[idx])
+        syn_hw(env, task, pool.key[idx], pool.hw[idx])
     else:
         pool.hw[idx, :] = env.k_hw[pool.key[idx]]

@@ -1,13 +1,15 @@
 """Synthetic environment: kernels as points in a feature space with planted clusters.
 
-A kernel is a point x in [0, 1]^dim (dim <= 5); its behaviour vector is phi[d] = x[d mod dim].
+A kernel is a point x in [0, 1]^dim (dim <= 5) with a planted cluster label j (its pool key);
+its behaviour vector is phi[d] = x[d mod dim].
 Instance (per task, drawn from ``seed``): K cluster centres c_j, a hardware signature h_j per
 cluster (SM, DRAM, L2 % of peak) and a base improvement b[j, s] per cluster x strategy; strategies
 whose target resource is saturated in cluster j (h_j[target(s)] >= theta) get a small b.
 
-Mean improvement of strategy s on kernel x (planted Lipschitz constant L, in the Euclidean norm):
+Mean improvement of strategy s on kernel (x, j) (planted Lipschitz constant L within a cluster,
+in the Euclidean norm; clusters differ by their planted b, the paper's cluster assumption):
 
-    m(x, s) = max(0, max_j (b[j, s] - L * ||x - c_j||))
+    m(x, j, s) = max(0, b[j, s] - L * ||x - c_j||)
 
 An attempt fails with probability ``fail``; otherwise the improvement is
 g = clip(m(x, s) + noise * Z, gmin, gmax), Z ~ N(0, 1), the child runs in
@@ -18,8 +20,9 @@ form, makes pseudo-regret exact:
     G(mu) = mu * Phi(mu / noise) + noise * pdf(mu / noise)
 
 (E[clip(X, 0, a)] = E[max(0, X)] - E[max(0, X - a)] for X ~ N(m, noise^2)). The child's point is
-x_parent + step * N(0, I), or, with probability ``jump``, a fresh point c_j + spread * N(0, I) of a
-uniformly drawn cluster j. A kernel's hardware signature is that of its nearest centre.
+x_parent + step * N(0, I) in the parent's cluster, or, with probability ``jump``, a fresh point
+c_j + spread * N(0, I) of a uniformly drawn cluster j. A kernel's hardware signature is its
+cluster's.
 
 Spec strings (``--synthetic SPEC``) are a comma list of ``key=value``, optionally starting with a
 named base: ``default``, ``fixed-pool`` (pool=100), ``minimax`` (gap=minimax, L=0, jump=0),
@@ -39,7 +42,7 @@ named base: ``default``, ``fixed-pool`` (pool=100), ``minimax`` (gap=minimax, L=
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from numba import njit
@@ -91,7 +94,7 @@ class SyntheticSpec:
     usd_per_mtok: float = 10.0
     tasks: int = 1
     seed: int = 0
-    text: str = "default"
+    text: str = field(default="default", compare=False)
 
     def __post_init__(self) -> None:
         checks = [
@@ -258,57 +261,37 @@ def clip_normal_mean(mu: float, sd: float, hi: float) -> float:
 
 
 @njit(cache=True)
-def syn_improvement(env, task: int, phi: np.ndarray, s: int) -> float:
-    """m(x, s) = max(0, max_j (b[j, s] - L ||x - c_j||))."""
-    dim = env.iparams[I_DIM]
-    best = 0.0
-    for j in range(env.iparams[I_K]):
-        d2 = 0.0
-        for d in range(dim):
-            diff = phi[d] - env.syn_centers[task, j, d]
-            d2 += diff * diff
-        value = env.syn_base[task, j, s] - env.fparams[F_L] * math.sqrt(d2)
-        if value > best:
-            best = value
-    return best
+def syn_improvement(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
+    """m(x, j, s) = max(0, b[j, s] - L ||x - c_j||)."""
+    d2 = 0.0
+    for d in range(env.iparams[I_DIM]):
+        diff = phi[d] - env.syn_centers[task, label, d]
+        d2 += diff * diff
+    return max(0.0, env.syn_base[task, label, s] - env.fparams[F_L] * math.sqrt(d2))
 
 
 @njit(cache=True)
-def syn_arm_mean(env, task: int, phi: np.ndarray, s: int) -> float:
-    """Exact mean v2 reward of strategy s on the kernel with behaviour vector phi."""
-    m = syn_improvement(env, task, phi, s)
+def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
+    """Exact mean v2 reward of strategy s on the kernel (phi, cluster label)."""
+    m = syn_improvement(env, task, label, phi, s)
     fp = env.fparams
     return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
 @njit(cache=True)
-def syn_nearest_cluster(env, task: int, phi: np.ndarray) -> int:
-    dim = env.iparams[I_DIM]
-    best_j, best_d2 = 0, np.inf
-    for j in range(env.iparams[I_K]):
-        d2 = 0.0
-        for d in range(dim):
-            diff = phi[d] - env.syn_centers[task, j, d]
-            d2 += diff * diff
-        if d2 < best_d2:
-            best_j, best_d2 = j, d2
-    return best_j
-
-
-@njit(cache=True)
-def syn_hw(env, task: int, phi: np.ndarray, out_hw: np.ndarray) -> None:
-    j = syn_nearest_cluster(env, task, phi)
+def syn_hw(env, task: int, label: int, out_hw: np.ndarray) -> None:
     for d in range(3):
-        out_hw[d] = env.syn_hw[task, j, d]
+        out_hw[d] = env.syn_hw[task, label, d]
 
 
 @njit(cache=True)
 def syn_features(
-    env, task: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray, out_rt6: np.ndarray
+    env, task: int, label: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray,
+    out_rt6: np.ndarray,
 ) -> None:
     """v1's 9-dim profile and 6-dim runtime vector of a synthetic kernel (plain functions of x)."""
     dim = env.iparams[I_DIM]
-    j = syn_nearest_cluster(env, task, phi)
+    j = label
     sm, dram, l2 = env.syn_hw[task, j, 0], env.syn_hw[task, j, 1], env.syn_hw[task, j, 2]
     out_prof9[0] = 100.0 - 0.5 * l2
     out_prof9[1] = dram
@@ -326,23 +309,25 @@ def syn_features(
 
 @njit(cache=True)
 def syn_step(
-    env, task: int, parent_phi: np.ndarray, parent_ms: float, s: int, rng: np.ndarray,
-    out_phi: np.ndarray,
-) -> tuple[bool, float]:
-    """One attempt: (success, child_ms); writes the child's phi into out_phi on success.
+    env, task: int, label: int, parent_phi: np.ndarray, parent_ms: float, s: int,
+    rng: np.ndarray, out_phi: np.ndarray,
+) -> tuple[bool, float, int]:
+    """One attempt: (success, child_ms, child label); writes the child's phi into out_phi.
 
     Draws, in order: one uniform (failure), one normal (noise), one uniform (jump) and, for a
     jump, one integer (cluster), then dim normals (position).
     """
     fp = env.fparams
     if rand_uniform(rng) < fp[F_FAIL]:
-        return False, np.nan
-    g = syn_improvement(env, task, parent_phi, s) + fp[F_NOISE] * rand_normal(rng)
+        return False, np.nan, -1
+    g = syn_improvement(env, task, label, parent_phi, s) + fp[F_NOISE] * rand_normal(rng)
     g = min(max(g, fp[F_GMIN]), fp[F_GMAX])
     child_ms = parent_ms * (1.0 - g)
     dim = env.iparams[I_DIM]
+    child_label = label
     if rand_uniform(rng) < fp[F_JUMP]:
         j = rand_int(rng, env.iparams[I_K])
+        child_label = j
         for d in range(dim):
             out_phi[d] = env.syn_centers[task, j, d] + fp[F_SPREAD] * rand_normal(rng)
     else:
@@ -350,4 +335,4 @@ def syn_step(
             out_phi[d] = parent_phi[d] + fp[F_STEP] * rand_normal(rng)
     for d in range(dim, 5):
         out_phi[d] = out_phi[d % dim]
-    return True, child_ms
+    return True, child_ms, child_label

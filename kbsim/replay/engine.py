@@ -144,7 +144,7 @@ def run_episode(
             if child_ms < best_ms:
                 best_ms = child_ms
             if grows:
-                key = child_key if child_key >= 0 else pool.n[0]
+                key = child_key
                 idx = pool_add(pool, scratch.child_phi, scratch.hw, scratch.child_prof9,
                                scratch.child_rt6, child_ms, key)
                 if idx >= 0:

@@ -105,7 +105,7 @@ def record_trace(
                                 parent, child_ms, success)
                 child_id = None
                 if success:
-                    key = child_key if child_key >= 0 else int(pool.n[0])
+                    key = child_key
                     idx = pool_add(pool, scratch.child_phi, scratch.hw, scratch.child_prof9,
                                    scratch.child_rt6, child_ms, key)
                     if idx >= 0:
