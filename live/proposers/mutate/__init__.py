@@ -46,12 +46,18 @@ def mutate_source(
     rng = _rng(code, strategy, seed, sample_index)
     targets = sorted({edit.target for edit in edits}, key=repr)
     n_edits = rng.randint(1, max(1, min(max_edits, len(targets))))
-    chosen_targets = rng.sample(targets, n_edits)
+    rng.shuffle(targets)
+    used: set = set()
     applied = []
-    for target in chosen_targets:
-        options = [edit for edit in edits if edit.target == target]
+    for target in targets:
+        if len(applied) == n_edits:
+            break
+        options = [e for e in edits if e.target == target and not used.intersection(e.targets)]
+        if not options:
+            continue
         edit = options[rng.randrange(len(options))]
         edit.apply()
+        used.update(edit.targets)
         applied.append(edit.description)
     ast.fix_missing_locations(tree)
     new_code = ast.unparse(tree) + "\n"

@@ -35,9 +35,15 @@ LOAD_CACHE = (".ca", ".cg")
 
 @dataclass
 class Edit:
-    target: tuple  # edits with equal targets exclude each other
+    target: tuple  # edits sharing a target exclude each other
     description: str
     apply: Callable[[], None]
+    #: further targets this edit also changes (a coupled block-size and num_warps edit)
+    also: tuple = ()
+
+    @property
+    def targets(self) -> tuple:
+        return (self.target, *self.also)
 
 
 def _pow2(value: int | None) -> bool:
@@ -124,7 +130,8 @@ def _coupled_edit(block: Knob, value: int, warps: Knob | None) -> Edit:
         if new_warps is not None and warps is not None:
             warps.setter(new_warps)
 
-    return Edit(block.target, description, apply)
+    also = (warps.target,) if new_warps is not None and warps is not None else ()
+    return Edit(block.target, description, apply, also)
 
 
 def pipeline_edits(tree: ast.Module) -> list[Edit]:
