@@ -59,9 +59,12 @@ def required_null_problems(table: pa.Table, table_name: str) -> list[str]:
     return problems
 
 
-def step_row_problems(steps: pa.Table) -> list[str]:
-    """Row-level problems of a steps table holding every schema v1 column."""
-    problems = required_null_problems(steps, "steps")
+def step_row_problems(steps: pa.Table, *, nulls_checked: bool = False) -> list[str]:
+    """Row-level problems of a steps table holding every schema v1 column.
+
+    `nulls_checked` skips the required-column null check (rows built by kbsim.trace.rows).
+    """
+    problems = [] if nulls_checked else required_null_problems(steps, "steps")
     if problems:
         return problems  # the checks below assume required columns are filled
     status = steps.column("status")
@@ -107,9 +110,9 @@ def step_row_problems(steps: pa.Table) -> list[str]:
     return problems
 
 
-def kernel_row_problems(kernels: pa.Table) -> list[str]:
+def kernel_row_problems(kernels: pa.Table, *, nulls_checked: bool = False) -> list[str]:
     """Row-level problems of a kernels table holding every schema v1 column."""
-    problems = required_null_problems(kernels, "kernels")
+    problems = [] if nulls_checked else required_null_problems(kernels, "kernels")
     if problems:
         return problems
     ms = kernels.column("ms")

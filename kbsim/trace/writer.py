@@ -201,17 +201,20 @@ class TraceWriter:
             table = rows_to_table(rows, STEPS_SCHEMA, "steps")
         if table.num_rows == 0:
             return
-        problems = checks.step_row_problems(table) or checks.duplicate_step_problems(table)
+        problems = checks.step_row_problems(table, nulls_checked=not isinstance(rows, pa.Table))
         if problems:
             raise ValueError(f"steps rejected: {problems[0]}")
         keys = _key_tuples(table.select(["run_id", "task_id", "step"]))
-        already = next((key for key in keys if key in self._step_keys), None)
-        if already is not None:
-            run_id, task_id, step = already
-            raise ValueError(
-                f"steps rejected: step (run_id={run_id!r}, task_id={task_id!r}, step={step}) "
-                f"is already recorded"
-            )
+        batch_keys: set[tuple[Any, ...]] = set()
+        for key in keys:
+            if key in self._step_keys or key in batch_keys:
+                run_id, task_id, step = key
+                where = "already recorded" if key in self._step_keys else "given twice"
+                raise ValueError(
+                    f"steps rejected: step (run_id={run_id!r}, task_id={task_id!r}, step={step}) "
+                    f"is {where}"
+                )
+            batch_keys.add(key)
         self._step_keys.update(keys)
         self._note_ids(
             pc.unique(table.column("run_id")).to_pylist(),
@@ -230,7 +233,7 @@ class TraceWriter:
             table = conform_table(rows, KERNELS_SCHEMA, "kernels")
         else:
             table = rows_to_table(rows, KERNELS_SCHEMA, "kernels")
-        problems = checks.kernel_row_problems(table)
+        problems = checks.kernel_row_problems(table, nulls_checked=not isinstance(rows, pa.Table))
         if problems:
             raise ValueError(f"kernels rejected: {problems[0]}")
         keys = _key_tuples(table.select(["task_id", "kernel_id"]))
@@ -261,7 +264,7 @@ class TraceWriter:
             pending = self._pending[name]
             if not pending:
                 continue
-            table = pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+            table = pa.concat_tables(pending).combine_chunks() if len(pending) > 1 else pending[0]
             seq = self._next_seq[name]
             atomic_write_parquet(self.path / name / part_name(seq), table)
             self._next_seq[name] = seq + 1
