@@ -46,3 +46,31 @@ def test_every_strategy_keeps_builtin_k0_valid_and_correct(task):
 def test_many_samples_with_several_edits_stay_correct(task):
     for strategy in STRATEGIES:
         _check(task, strategy, seed=11, samples=8, max_edits=3)
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU (the compiled path: hints, "
+                                         "cache modifiers and num_stages are ignored on CPU)")
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_mutations_compile_and_stay_correct_on_a_gpu(task):
+    failures = []
+    for strategy in STRATEGIES:
+        for sample_index in range(2):
+            code, detail = mutate_source(task.k0, strategy, seed=23, sample_index=sample_index,
+                                         max_edits=2)
+            if code is None:
+                continue
+            result = selfcheck(task, "cuda", source=code)
+            bad = result.error or next((c.error for c in result.checks if not c.ok), None)
+            if bad:
+                failures.append(f"{detail}: {bad}")
+    assert not failures, failures
