@@ -171,7 +171,8 @@ def markdown_table(frame: pd.DataFrame, *, max_rows: int = 60, digits: int = 4) 
 
 
 #: long tables that go to CSV only (their Markdown would be pages of numbers)
-CSV_ONLY = {"regret_bands", "speedup_curves", "covering_curves", "cluster_validity_per_task"}
+CSV_ONLY = {"regret_bands", "speedup_curves", "covering_curves", "cluster_validity_per_task",
+            "pool_runs"}
 
 
 def write_analysis(analysis: Analysis, out_dir: str | Path) -> list[Path]:

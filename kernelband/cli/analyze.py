@@ -1,29 +1,105 @@
-"""`kernelband analyze` and `kernelband report` (filled in by the analysis issue)."""
+"""`kernelband analyze` and `kernelband report`: thin wrappers over analysis.pipeline/report."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
-from kernelband.cli._stub import not_implemented
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def analyze() -> None:
+_seed = click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the bootstrap and k-means random streams.")
+_boot = click.option("--boot", "n_boot", type=click.IntRange(min=10), default=1000,
+                     show_default=True, help="Bootstrap resamples for confidence intervals.")
+
+
+@click.command()
+@click.argument("input_path", metavar="INPUT", required=False)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for the CSV and Markdown tables and PNG plots.")
+@_seed
+@_boot
+@click.option("--experiment", type=click.Choice(["cluster-vs-pool"]), default=None,
+              help="Run a built-in experiment on the synthetic environment instead of (or as "
+                   "well as) analysing INPUT.")
+def analyze(input_path: str | None, out_dir: str, seed: int, n_boot: int,
+            experiment: str | None) -> None:
     """Write CSV/Markdown tables and PNG plots for a trace or replay results.
+
+    INPUT is a trace dataset (manifest.json + steps/) or a directory of replay results; the
+    kind is detected. Results give regret curves, slope fits and the v1 bound; traces give
+    paper metrics, Lipschitz, covering and cluster-validity estimates.
 
     \b
     Example:
         kernelband analyze out/replay --out out/analysis
+        kernelband analyze traces/explore-h100 --out out/trace-analysis
+        kernelband analyze --experiment cluster-vs-pool --out out/pool
     """
-    not_implemented("analyze")
+    from analysis.inputs import InputError
+
+    if input_path is None and experiment is None:
+        _fail("give an INPUT directory or --experiment")
+    try:
+        if input_path is not None:
+            from analysis.pipeline import run_analyze
+
+            analysis = run_analyze(input_path, out_dir, seed=seed, n_boot=n_boot)
+            click.echo(f"wrote {len(analysis.tables)} tables and {len(analysis.figures)} plots "
+                       f"to {out_dir}")
+            for note in analysis.notes:
+                click.echo(f"note: {note}")
+        if experiment == "cluster-vs-pool":
+            from analysis.experiments import run_pool_experiment
+
+            result = run_pool_experiment(Path(out_dir), seed=seed, n_boot=n_boot)
+            for row in result.tables["pool_beta"].itertuples():
+                click.echo(f"{row.policy}: beta = {row.beta:.3f} "
+                           f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
+    except InputError as err:
+        _fail(str(err))
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def report() -> None:
+@click.command()
+@click.argument("input_path", metavar="INPUT", required=False)
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write (one self-contained page).")
+@_seed
+@_boot
+@click.option("--experiment", type=click.Choice(["cluster-vs-pool"]), default=None,
+              help="Also run a built-in experiment on the synthetic environment and report it.")
+def report(input_path: str | None, out_path: str, seed: int, n_boot: int,
+           experiment: str | None) -> None:
     """Write one self-contained HTML report for a trace or replay results.
+
+    Plots are embedded, so the file can be mailed or opened offline; each section says how to
+    read it, and the run's hardware and parameters come first.
 
     \b
     Example:
         kernelband report out/replay --out report.html
+        kernelband report traces/explore-h100 --out trace-report.html
+        kernelband report --experiment cluster-vs-pool --out pool-report.html
     """
-    not_implemented("report")
+    from analysis.inputs import InputError
+    from analysis.report import run_report
+
+    if input_path is None and experiment is None:
+        _fail("give an INPUT directory or --experiment")
+    try:
+        extra = None
+        if experiment == "cluster-vs-pool":
+            from analysis.experiments import run_pool_experiment
+
+            extra = run_pool_experiment(None, seed=seed, n_boot=n_boot)
+        path = run_report(input_path, out_path, seed=seed, n_boot=n_boot, extra=extra)
+    except InputError as err:
+        _fail(str(err))
+        return
+    click.echo(f"wrote {path}")

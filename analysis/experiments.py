@@ -1,0 +1,121 @@
+"""The clusters-versus-pool-size preset: the paper's central claim, tested on the synthetic env.
+
+KernelBand keeps statistics per (cluster, strategy): K·|S| arms whatever the number n of kernels
+in the pool. A flat UCB over (kernel, strategy) has n·|S| arms and must try each before it can
+exploit. At a fixed horizon T the preset grows n (10 → 10,000) with K planted clusters fixed and
+fits R(T) ∝ n^β per policy (log-log slope over n, bootstrap CI over seeds, seeds paired across
+n): β ≈ 0 says regret does not depend on pool size.
+
+The instance (``fixed-gap`` synthetic spec: L = 0, no jumps, no failures) satisfies the cluster
+assumption exactly: every kernel of cluster j has the same mean for every strategy, and the best
+(cluster, strategy) arm beats every other by ``gap``. Both policies run with exploration
+constant c = 0.5: with the default c = 2, every arm needs about c²·ln T / gap² ≈ 490 pulls at
+T = 2000, so *neither* policy leaves its exploration phase and both regrets are linear in T and
+flat in n, which says nothing about the claim. Flat UCB's regret grows with n until n·|S|
+exceeds what T can explore, then saturates at about gap·T: its β over 10 → 10,000 is positive
+but depends on T (the growth is in the small-n part of the range).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import plots
+from analysis.pipeline import Analysis, write_analysis
+from analysis.regret import bootstrap_means
+from analysis.slopes import fit_slope
+
+
+@dataclass(frozen=True)
+class PoolExperiment:
+    """Parameters of the preset (defaults: the documented configuration)."""
+
+    pool_sizes: tuple[int, ...] = (10, 30, 100, 300, 1000, 3000, 10000)
+    horizon: int = 2000
+    seeds: int = 8
+    clusters: int = 3
+    gap: float = 0.25
+    mu_best: float = 0.3
+    policies: tuple[str, ...] = ("kernelband-v2:c=0.5", "ucb-flat:c=0.5")
+
+    def env_spec(self, n_kernels: int) -> str:
+        """Synthetic spec string of the instance with ``n_kernels`` kernels."""
+        return (f"fixed-gap,pool={n_kernels},K={self.clusters},gap={self.gap:g},"
+                f"mu_best={self.mu_best:g},fail=0")
+
+
+def simulate_pool_experiment(exp: PoolExperiment) -> pd.DataFrame:
+    """Final pseudo-regret R(T) per (policy, n_kernels, seed), via kbsim's replay engine."""
+    from kbsim.envs.synthetic import build_synthetic
+    from kbsim.replay.sweep import run_sweep
+
+    frames = []
+    for n_kernels in exp.pool_sizes:
+        env = build_synthetic(exp.env_spec(n_kernels))
+        sweep = run_sweep(list(exp.policies), env, seeds=exp.seeds, steps=exp.horizon,
+                          keep_steps=False)
+        summary = sweep.summary
+        summary = summary[summary["horizon"] == exp.horizon]
+        frames.append(pd.DataFrame({
+            "policy": summary["policy"].to_numpy(),
+            "n_kernels": n_kernels,
+            "seed": summary["seed"].to_numpy(),
+            "regret": summary["cum_regret"].to_numpy(dtype=np.float64),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def fit_pool_beta(
+    runs: pd.DataFrame, *, rng: np.random.Generator, n_boot: int = 1000, ci_level: float = 0.95
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per (policy, n) mean regret with bootstrap band, per policy β with its CI).
+
+    ``runs`` has policy, n_kernels, seed, regret. Seeds are the bootstrap units, paired across n.
+    """
+    points, betas = [], []
+    alpha = (1.0 - ci_level) / 2.0
+    for policy, part in runs.groupby("policy", sort=True):
+        wide = part.pivot_table(index="seed", columns="n_kernels", values="regret")
+        wide = wide.dropna(axis=0, how="any")
+        sizes = wide.columns.to_numpy(dtype=np.float64)
+        values = wide.to_numpy(dtype=np.float64)
+        boot = bootstrap_means(values, n_boot=n_boot, rng=rng)
+        lo, hi = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
+        points.append(pd.DataFrame({"policy": policy, "n_kernels": sizes.astype(np.int64),
+                                    "mean": values.mean(axis=0), "lo": lo, "hi": hi,
+                                    "seeds": values.shape[0]}))
+        fit = fit_slope(sizes, values, rng=rng, t_min=sizes[0], n_boot=n_boot,
+                        ci_level=ci_level)
+        betas.append({"policy": policy, "beta": fit.slope, "ci_low": fit.ci_low,
+                      "ci_high": fit.ci_high, "intercept": fit.intercept,
+                      "n_min": int(sizes[0]), "n_max": int(sizes[-1]), "seeds": fit.n_units})
+    return pd.concat(points, ignore_index=True), pd.DataFrame(betas)
+
+
+def pool_analysis(runs: pd.DataFrame, exp: PoolExperiment, *, rng: np.random.Generator,
+                  n_boot: int = 1000) -> Analysis:
+    """Tables (pool_points, pool_beta, pool_runs) and the figure of the preset, as an Analysis."""
+    points, betas = fit_pool_beta(runs, rng=rng, n_boot=n_boot)
+    out = Analysis(kind="experiment", source="cluster-vs-pool preset")
+    out.tables = {"pool_beta": betas, "pool_points": points, "pool_runs": runs}
+    out.figures = {"pool": plots.to_png(plots.pool_figure(points, betas))}
+    out.context = {"experiment": "clusters versus pool size", "horizon T": exp.horizon,
+                   "seeds": exp.seeds, "clusters K": exp.clusters, "gap": exp.gap,
+                   "pool sizes": list(exp.pool_sizes), "policies": list(exp.policies),
+                   "instance": exp.env_spec(0).replace("pool=0", "pool=n")}
+    return out
+
+
+def run_pool_experiment(out_dir: str | Path | None = None, *, seed: int = 0, n_boot: int = 1000,
+                        exp: PoolExperiment | None = None) -> Analysis:
+    """Simulate the preset, fit β, and (with ``out_dir``) write its tables and figure."""
+    exp = exp or PoolExperiment()
+    analysis = pool_analysis(simulate_pool_experiment(exp), exp,
+                             rng=np.random.default_rng(seed), n_boot=n_boot)
+    if out_dir is not None:
+        write_analysis(analysis, out_dir)
+    return analysis

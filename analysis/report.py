@@ -1,0 +1,189 @@
+"""One self-contained HTML report: plots embedded as base64 PNG, tables, run context, and a short
+"how to read this" per section. No external assets (fonts, scripts, styles) are referenced.
+
+``render_report(analysis)`` returns the HTML text (pure); ``run_report`` loads, analyses and
+writes it. The page template is package data (``analysis/templates/report.html``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.inputs import load_input
+from analysis.pipeline import Analysis, analyze_input
+
+#: section id -> (title, how to read it, figures, tables)
+SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
+    ("metrics", "Paper-style metrics",
+     "One row per policy. <b>Correct %</b>: runs with at least one correct kernel. <b>Fast@1</b>: "
+     "runs whose best correct kernel beats the reference (for replays: beats the task's starting "
+     "kernel k0). <b>Geomean speedup</b>: geometric mean of each run's best speedup. Higher is "
+     "better in all three; compare policies at equal attempts and cost.",
+     [], ["metrics"]),
+    ("regret", "Regret",
+     "Cumulative pseudo-regret is the reward lost to not always playing the best arm; lower is "
+     "better. Bands are 95 % bootstrap intervals of the mean over independent units (seeds, or "
+     "tasks for tape replays). On log-log axes a straight line of slope b means R(t) ∝ t^b: "
+     "b ≈ 1 is linear (no learning), 0.5 is the minimax rate, and a curve that keeps bending "
+     "down is logarithmic. The dashed line is v1's stated bound K·|S|·√(8 T ln T); being far "
+     "below it is expected (the bound is loose), crossing it would contradict the theorem. The "
+     "normalised curves go flat under the growth rate named in their title.",
+     ["regret", "regret_normalised", "regret_slopes"], ["regret_slopes"]),
+    ("pool", "Clusters versus pool size",
+     "The paper's central claim: with K clusters fixed, clustered KernelBand's regret should not "
+     "grow with the number of kernels n (β ≈ 0 in R(T) ∝ n^β), while a flat bandit over "
+     "(kernel, strategy) pairs pays for every kernel (β > 0). Intervals are bootstrap over seeds.",
+     ["pool"], ["pool_beta", "pool_points"]),
+    ("speedup", "Speedup over iterations and cost",
+     "Geometric mean over runs of the best speedup found so far, against attempts (left; the "
+     "paper's K-sweep figure) and against cumulative API cost (right). A curve above and to the "
+     "left is a better policy.",
+     ["speedup"], []),
+    ("strategies", "Strategies",
+     "Per strategy: the share of attempts that produced a correct kernel, and the share of runs "
+     "whose best kernel came from that strategy.",
+     ["strategies"], ["strategies"]),
+    ("lipschitz", "Lipschitz constant in φ-space",
+     "How fast a strategy's mean reward can change between kernels per unit of (z-scored) φ "
+     "distance. The corrected maximum subtracts 3 noise standard errors per pair; the "
+     "extreme-value estimate extrapolates the top of the slope distribution. Small L means "
+     "kernels close in φ respond alike, which is what clustering on φ relies on.",
+     ["lipschitz"], ["lipschitz"]),
+    ("covering", "Covering and zooming dimension",
+     "N(ε): how many balls of radius ε cover the correct kernels in z-scored φ-space; the slope "
+     "of log N against log 1/ε is the covering dimension (filled markers: the radii used). The "
+     "zooming dimension does the same for near-optimal kernels only; lower dimensions mean an "
+     "easier bandit problem. Small pools give rough estimates.",
+     ["covering"], ["covering"]),
+    ("validity", "Cluster validity (K = 1..8)",
+     "For each strategy, does its reward differ more between φ-clusters than within them? η² is "
+     "the share of reward variance explained by cluster; the p-value (one-way ANOVA F test, "
+     "combined over tasks with Fisher's method) is small when clusters matter. The silhouette "
+     "measures how well separated the clusters are in φ itself (1 = perfectly, 0 = not at all).",
+     ["cluster_validity"], ["cluster_validity"]),
+]
+
+
+def _img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(alt)}</figcaption></figure>")
+
+
+def _table(frame: pd.DataFrame, max_rows: int = 40) -> str:
+    shown = frame.head(max_rows)
+    text = shown.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.4g}",
+                         escape=True)
+    more = (f"<p class='notes'>First {max_rows} of {len(frame)} rows; all in the CSV written "
+            f"by <code>kernelband analyze</code>.</p>" if len(frame) > max_rows else "")
+    return f"<div class='tablewrap'>{text}</div>{more}"
+
+
+def _kv(mapping: dict[str, Any]) -> str:
+    rows = []
+    for key, value in mapping.items():
+        shown = json.dumps(value, default=str) if isinstance(value, dict | list) else str(value)
+        rows.append(f"<tr><td><b>{html.escape(str(key))}</b></td>"
+                    f"<td>{html.escape(shown)}</td></tr>")
+    return f"<div class='tablewrap'><table class='kv'>{''.join(rows)}</table></div>"
+
+
+def _verdict(section: str, tables: dict[str, pd.DataFrame]) -> str:
+    """One plain sentence summarising a section's evidence (empty where nothing is computed)."""
+    parts: list[str] = []
+    if section == "regret" and "regret_slopes" in tables:
+        for row in tables["regret_slopes"].itertuples():
+            parts.append(f"{row.policy} [{row.env}]: {row.growth} growth, slope {row.slope:.2f} "
+                         f"[{row.ci_low:.2f}, {row.ci_high:.2f}]")
+    elif section == "pool" and "pool_beta" in tables:
+        for row in tables["pool_beta"].itertuples():
+            parts.append(f"{row.policy}: β = {row.beta:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]")
+    elif section == "lipschitz" and "lipschitz" in tables:
+        lip = tables["lipschitz"]
+        top = lip.loc[lip["lipschitz"].idxmax()]
+        parts.append(f"largest L = {top['lipschitz']:.3g} ({top['strategy']})")
+    elif section == "covering" and "covering" in tables:
+        dims = tables["covering"]["covering_dim"]
+        parts.append(f"median covering dimension {np.nanmedian(dims):.2f} over {len(dims)} task(s)")
+    elif section == "validity" and "cluster_validity" in tables:
+        at3 = tables["cluster_validity"].query("k == 3")
+        sig = int((at3["combined_p"] < 0.05).sum())
+        parts.append(f"at K = 3, {sig} of {len(at3)} strategies have rewards that differ "
+                     f"significantly between clusters (p < 0.05)")
+    return ("<p class='verdict'>" + html.escape("; ".join(parts)) + ".</p>") if parts else ""
+
+
+def render_report(analysis: Analysis, *, title: str | None = None) -> str:
+    """The report page for ``analysis`` as HTML text."""
+    blocks, nav = [], []
+    context = {"input": analysis.source, "input kind": analysis.kind, **analysis.context}
+    blocks.append("<section id='context'><h2>Run: hardware and parameters</h2>"
+                  "<div class='howto'><b>How to read this:</b> where the data came from. GPU "
+                  "figures are only comparable on the same hardware and proposer.</div>"
+                  f"{_kv(context)}</section>")
+    nav.append("<a href='#context'>Run</a>")
+    for key, heading, howto, figures, tables in SECTIONS:
+        figs = [f for f in figures if f in analysis.figures]
+        tabs = [t for t in tables if t in analysis.tables]
+        if not figs and not tabs:
+            continue
+        body = [f"<section id='{key}'><h2>{html.escape(heading)}</h2>",
+                f"<div class='howto'><b>How to read this:</b> {howto}</div>",
+                _verdict(key, analysis.tables)]
+        body += [_img(analysis.figures[f], f"{heading}: {f.replace('_', ' ')}") for f in figs]
+        for t in tabs:
+            body.append(f"<h3>{html.escape(t.replace('_', ' '))}</h3>{_table(analysis.tables[t])}")
+        body.append("</section>")
+        blocks.append("".join(body))
+        nav.append(f"<a href='#{key}'>{html.escape(heading)}</a>")
+    if analysis.notes:
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes)
+        blocks.append(f"<section id='notes'><h2>Notes</h2><ul class='notes'>{items}</ul></section>")
+        nav.append("<a href='#notes'>Notes</a>")
+    template = Template(
+        resources.files("analysis").joinpath("templates/report.html").read_text(encoding="utf-8")
+    )
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    page_title = title or f"kernelband report: {Path(analysis.source).name}"
+    return template.substitute(
+        title=html.escape(page_title),
+        subtitle=html.escape(f"{analysis.kind} · {analysis.source} · generated {now}"),
+        nav="".join(nav),
+        body="\n".join(blocks),
+        footer="Generated by kernelband report (KernelBand, Ran et al., arXiv 2511.18868). "
+               "Self-contained: every figure is embedded.",
+    )
+
+
+def run_report(input_path: str | Path | None, out_path: str | Path, *, seed: int = 0,
+               n_boot: int = 1000, extra: Analysis | None = None) -> Path:
+    """Analyse ``input_path`` and write the HTML report to ``out_path``; returns the path.
+
+    ``extra`` (e.g. the cluster-versus-pool experiment) is merged in; with no input the report
+    holds ``extra`` alone.
+    """
+    if input_path is None:
+        if extra is None:
+            raise ValueError("nothing to report: give an input or an experiment")
+        analysis = extra
+    else:
+        analysis = analyze_input(load_input(input_path), seed=seed, n_boot=n_boot)
+        if extra is not None:
+            analysis.tables.update(extra.tables)
+            analysis.figures.update(extra.figures)
+            analysis.context.update(extra.context)
+            analysis.notes += extra.notes
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(analysis), encoding="utf-8")
+    return out
