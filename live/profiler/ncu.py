@@ -142,7 +142,9 @@ class NcuProfiler:
         if self._metrics is None:
             wanted = list(NCU_METRICS.values())
             known = self._query_metric_names()
-            self._metrics = [m for m in wanted if not known or base_name(m) in known]
+            # launch__* (launch statistics) are not listed by --query-metrics but always valid
+            self._metrics = [m for m in wanted
+                             if not known or base_name(m) in known or m.startswith("launch__")]
         return self._metrics
 
     def _query_metric_names(self) -> set[str]:

@@ -52,6 +52,10 @@ def test_compare_output_int_is_exact_and_shape_checked() -> None:
     assert compare_output(torch.tensor([1, 2]), torch.tensor([1, 2]), 0, 0) is None
     assert "1/2 elements differ" in compare_output(torch.tensor([1, 3]), torch.tensor([1, 2]), 0, 0)
     assert "shape" in compare_output(torch.zeros(3), torch.zeros(2), 0, 0)
+    # an integer tolerance (quantization off by one rounding step) is honoured
+    q_out, q_ref = torch.tensor([3, -5], dtype=torch.int8), torch.tensor([4, -5], dtype=torch.int8)
+    assert compare_output(q_out, q_ref, 1.0, 0.0) is None
+    assert "max abs error 2" in compare_output(q_out - 1, q_ref, 1.0, 0.0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool])
