@@ -6,6 +6,7 @@ Workers rebuild a task from ``(spec, name)`` with ``resolve_task`` instead of un
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 
 from live.tasks.base import Task
@@ -31,6 +32,8 @@ BUILTIN_TASKS: tuple[str, ...] = (
 
 TRITONBENCH_PREFIX = "tritonbench:"
 
+_log = logging.getLogger(__name__)
+
 
 def builtin_task(name: str) -> Task:
     """The built-in task called ``name``; ValueError naming the valid ones otherwise."""
@@ -47,14 +50,26 @@ def resolve_tasks(spec: str) -> list[Task]:
 
     ``builtin`` gives all built-in tasks; ``softmax,layernorm`` the named ones;
     ``tritonbench:PATH`` every TritonBench-G operator under PATH that passes its gold-vs-gold
-    check on this machine (see ``live.tasks.tritonbench.load_tritonbench`` for the skipped ones).
+    check on this machine; each skipped operator is logged as a warning (use
+    ``resolve_tasks_and_skipped`` to get them as data).
     """
+    tasks, skipped = resolve_tasks_and_skipped(spec)
+    for op, reason in skipped:
+        _log.warning("skipped TritonBench operator %s: %s", op, reason)
+    return tasks
+
+
+def resolve_tasks_and_skipped(spec: str) -> tuple[list[Task], list[tuple[str, str]]]:
+    """``resolve_tasks`` plus the ``(operator, reason)`` pairs a TritonBench spec skipped."""
     spec = spec.strip()
     if spec.startswith(TRITONBENCH_PREFIX):
         from live.tasks.tritonbench import load_tritonbench
 
-        tasks, _skipped = load_tritonbench(Path(spec[len(TRITONBENCH_PREFIX):]))
-        return tasks
+        return load_tritonbench(Path(spec[len(TRITONBENCH_PREFIX):]))
+    return _builtin_tasks(spec), []
+
+
+def _builtin_tasks(spec: str) -> list[Task]:
     if spec == "builtin":
         return [builtin_task(name) for name in BUILTIN_TASKS]
     names = [part.strip() for part in spec.split(",") if part.strip()]

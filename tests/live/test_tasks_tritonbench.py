@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
-from live.tasks.registry import resolve_task, resolve_tasks
+from live.tasks.registry import resolve_task, resolve_tasks, resolve_tasks_and_skipped
 from live.tasks.selfcheck import selfcheck
 from live.tasks.tritonbench import (
     SEPARATOR,
@@ -73,9 +74,13 @@ def test_inputs_are_seeded_and_single_tensor_entries_work(loaded) -> None:
     assert torch.allclose(out, matrix.sum(dim=1), atol=1e-5)
 
 
-def test_spec_and_worker_rebuild(loaded) -> None:
-    names = [t.name for t in resolve_tasks(f"tritonbench:{MINI}")]
+def test_spec_and_worker_rebuild(loaded, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="live.tasks.registry"):
+        names = [t.name for t in resolve_tasks(f"tritonbench:{MINI}")]
     assert names == ["tritonbench/add", "tritonbench/row_sum"]
+    assert "skipped TritonBench operator noisy_scale: gold-vs-gold" in caplog.text
+    tasks, skipped = resolve_tasks_and_skipped(f"tritonbench:{MINI}")
+    assert len(tasks) == 2 and skipped[0][0] == "noisy_scale"
     for name in ("add", "tritonbench/add"):
         assert resolve_task(f"tritonbench:{MINI}", name).name == "tritonbench/add"
     with pytest.raises(ValueError, match="no TritonBench operator 'mul'"):
