@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from pathlib import Path
 
 from live.tasks.base import Task
@@ -65,7 +66,7 @@ def resolve_tasks_and_skipped(spec: str) -> tuple[list[Task], list[tuple[str, st
     if spec.startswith(TRITONBENCH_PREFIX):
         from live.tasks.tritonbench import load_tritonbench
 
-        return load_tritonbench(Path(spec[len(TRITONBENCH_PREFIX):]))
+        return load_tritonbench(_tritonbench_path(spec))
     return _builtin_tasks(spec), []
 
 
@@ -81,6 +82,26 @@ def _builtin_tasks(spec: str) -> list[Task]:
     return [builtin_task(name) for name in names]
 
 
+def canonical_spec(spec: str) -> str:
+    """``spec`` with a ``tritonbench:`` path made absolute, so that a worker running in another
+    directory resolves the same folder. Other specs come back stripped."""
+    spec = spec.strip()
+    if spec.startswith(TRITONBENCH_PREFIX):
+        return TRITONBENCH_PREFIX + str(_tritonbench_path(spec).resolve())
+    return spec
+
+
+def _tritonbench_path(spec: str) -> Path:
+    path = Path(spec[len(TRITONBENCH_PREFIX):]).expanduser()
+    if not path.is_absolute() and not path.exists():
+        # a worker may run in a temp dir; a relative spec was meant from the launching shell's
+        # directory, which child processes inherit as $PWD
+        launched_from = os.environ.get("PWD")
+        if launched_from and (Path(launched_from) / path).exists():
+            return Path(launched_from) / path
+    return path
+
+
 def resolve_task(spec: str, name: str) -> Task:
     """One task by name within ``spec`` (the way a worker process rebuilds it).
 
@@ -91,7 +112,7 @@ def resolve_task(spec: str, name: str) -> Task:
     if spec.startswith(TRITONBENCH_PREFIX):
         from live.tasks.tritonbench import tritonbench_task
 
-        return tritonbench_task(Path(spec[len(TRITONBENCH_PREFIX):]), name)
+        return tritonbench_task(_tritonbench_path(spec), name)
     task = builtin_task(name)
     if spec != "builtin":
         allowed = [part.strip() for part in spec.split(",") if part.strip()]

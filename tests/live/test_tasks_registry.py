@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from live.tasks.base import Task
-from live.tasks.registry import BUILTIN_TASKS, builtin_task, resolve_task, resolve_tasks
+from live.tasks.registry import (
+    BUILTIN_TASKS,
+    builtin_task,
+    canonical_spec,
+    resolve_task,
+    resolve_tasks,
+)
 
 
 def test_builtin_spec_gives_every_task_once() -> None:
@@ -79,3 +85,19 @@ def test_call_needs_outputs_for_destination_passing() -> None:
     task: Task = builtin_task("add")
     with pytest.raises(ValueError, match="destination-passing"):
         task.call(object(), (), None)  # type: ignore[arg-type]
+
+
+def test_canonical_spec_makes_tritonbench_paths_absolute(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tb").mkdir()
+    assert canonical_spec(" tritonbench:tb ") == f"tritonbench:{tmp_path / 'tb'}"
+    assert canonical_spec(" softmax,add ") == "softmax,add"
+
+
+def test_relative_tritonbench_path_falls_back_to_the_launch_directory(
+        tmp_path: Path, monkeypatch) -> None:
+    fixture = Path(__file__).parent / "fixtures"
+    monkeypatch.setenv("PWD", str(fixture))
+    monkeypatch.chdir(tmp_path)  # like an evaluator worker in its temp dir
+    task = resolve_task("tritonbench:tritonbench_mini", "add")
+    assert task.name == "tritonbench/add"
