@@ -95,7 +95,7 @@ def _rotl(x, k):
     return (x << k) | (x >> (np.uint64(64) - k))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def next_u64(state: np.ndarray) -> np.uint64:
     """One raw xoroshiro128++ output; advances `state` in place."""
     s0 = np.uint64(state[0])
@@ -108,20 +108,20 @@ def next_u64(state: np.ndarray) -> np.uint64:
     return result
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_uniform(state: np.ndarray) -> float:
     """Uniform in [0, 1) (53 random bits)."""
     return np.float64(next_u64(state) >> _U11) * _TWO_M53
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_int(state: np.ndarray, n: int) -> int:
     """Uniform integer in [0, n), n >= 1."""
     k = np.int64(rand_uniform(state) * n)
     return k if k < n else n - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_normal(state: np.ndarray) -> float:
     """Standard normal (Marsaglia's polar method, second value discarded)."""
     while True:
@@ -132,7 +132,7 @@ def rand_normal(state: np.ndarray) -> float:
             return u * math.sqrt(-2.0 * math.log(s) / s)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_gamma(state: np.ndarray, a: float) -> float:
     """Gamma(a, 1), a > 0 (Marsaglia and Tsang 2000)."""
     if a < 1.0:
@@ -154,7 +154,7 @@ def rand_gamma(state: np.ndarray, a: float) -> float:
             return d * v
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rand_beta(state: np.ndarray, a: float, b: float) -> float:
     """Beta(a, b), a, b > 0."""
     x = rand_gamma(state, a)

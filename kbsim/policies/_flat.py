@@ -11,7 +11,7 @@ from kbsim.policies.spec import F_C, KIND_BON, KIND_GREEDY, KIND_UCB_FLAT
 from kbsim.rng import rand_int
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fastest(pool) -> int:
     """Pool index of the fastest member (ties: lowest index)."""
     best = 0
@@ -21,7 +21,7 @@ def fastest(pool) -> int:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def select_flat(kind, fparams, state, pool, rng):
     """bon: parent = pool[0] (the initial kernel), strategy uniform.
     greedy: parent = fastest member, strategy uniform.
@@ -55,7 +55,7 @@ def select_flat(kind, fparams, state, pool, rng):
     return -1, rand_int(rng, S), parent, 1.0 / (n * S)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def update_flat(kind, state, parent, strategy, reward) -> None:
     """ucb-flat: n += 1, mean += (r - mean) / n for the pulled (kernel, strategy)."""
     if kind == KIND_UCB_FLAT:

@@ -14,7 +14,7 @@ from numba import njit
 from kbsim.rng import rand_int, rand_uniform
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def sqdist_rows(a, i, b, j) -> float:
     """Squared Euclidean distance between row i of `a` and row j of `b` (sequential sum)."""
     d2 = 0.0
@@ -24,7 +24,7 @@ def sqdist_rows(a, i, b, j) -> float:
     return d2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def nearest_row(x, i, cent, k) -> int:
     """Index of the row of cent[:k] nearest to x[i] (ties: lowest index)."""
     best = 0
@@ -37,7 +37,7 @@ def nearest_row(x, i, cent, k) -> int:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def zscore(data, n, mean, std, out) -> None:
     """z-score rows [0, n) of `data` into `out`; NaN entries are ignored in the moments and
     map to 0; a constant column gets std 1. Writes the moments into `mean`, `std`."""
@@ -65,12 +65,13 @@ def zscore(data, n, mean, std, out) -> None:
             out[i, d] = (v - m) / s if v == v else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def kmeanspp_seed(x, n, k, cent, d2, rng) -> None:
     """k-means++ (Arthur and Vassilvitskii 2007): first centre uniform, each next one drawn
     with probability proportional to D(x)^2 (uniform when every D(x) is 0). `d2` is scratch."""
     first = rand_int(rng, n)
-    cent[0, :] = x[first, :]
+    for d in range(x.shape[1]):
+        cent[0, d] = x[first, d]
     for i in range(n):
         d2[i] = sqdist_rows(x, i, cent, 0)
     for j in range(1, k):
@@ -93,14 +94,15 @@ def kmeanspp_seed(x, n, k, cent, d2, rng) -> None:
                 pick = last_pos
         else:
             pick = rand_int(rng, n)
-        cent[j, :] = x[pick, :]
+        for d in range(x.shape[1]):
+            cent[j, d] = x[pick, d]
         for i in range(n):
             dj = sqdist_rows(x, i, cent, j)
             if dj < d2[i]:
                 d2[i] = dj
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def lloyd(x, n, k, cent, labels, acc, counts, iters) -> None:
     """Lloyd iterations from the centres in `cent`: assign (ties: lowest centre), stop when no
     label changes, else move each centre to its members' mean (empty clusters keep theirs)."""
@@ -128,12 +130,12 @@ def lloyd(x, n, k, cent, labels, acc, counts, iters) -> None:
                     cent[c, d] = acc[c, d] / counts[c]
 
 
-@njit(cache=True)
-def match_labels(new_cent, old_cent, k, perm) -> None:
+@njit(cache=True, _nrt=False)
+def match_labels(new_cent, old_cent, k, perm, used_new, used_old) -> None:
     """Greedy matching of new centres to old ones (closest pair first, ties: lowest new then
     old index): perm[new] = old label, so arm statistics keep following similar clusters."""
-    used_new = np.zeros(k, dtype=np.int64)
-    used_old = np.zeros(k, dtype=np.int64)
+    used_new[:k] = 0
+    used_old[:k] = 0
     for _ in range(k):
         best = np.inf
         bj = -1

@@ -19,7 +19,7 @@ PROFILE_OF_HW = np.array([2, 1, 0], dtype=np.int64)
 WARM_SLOPE = 6.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def sigmoid(z) -> float:
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -27,7 +27,7 @@ def sigmoid(z) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def profile_features(prof9, k, out) -> bool:
     """Normalised 9-dim profile of kernel k plus a bias 1 into out[:10]; False if unknown.
     Percentages / 100, registers / 255, bank conflicts log1p(x) / 10."""
@@ -42,7 +42,7 @@ def profile_features(prof9, k, out) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def psi(w, s, x) -> float:
     """psi(s, x) = sigmoid(w_s . x) (x includes the bias feature)."""
     z = 0.0
@@ -51,7 +51,7 @@ def psi(w, s, x) -> float:
     return sigmoid(z)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def sgd_step(w, s, x, y, lr) -> None:
     """One logistic-loss SGD step on (x, y) for strategy s: w_s -= lr (psi - y) x."""
     g = psi(w, s, x) - y
@@ -59,7 +59,7 @@ def sgd_step(w, s, x, y, lr) -> None:
         w[s, j] -= lr * g * x[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def warm_start_v1(fparams, iparams, state, rng) -> None:
     """SGD over `warm` synthetic (strategy, profile, success) triples drawn from the rng."""
     S = state.target.shape[0]
@@ -77,14 +77,14 @@ def warm_start_v1(fparams, iparams, state, rng) -> None:
     state.warmed[0] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _v1_add(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
     state.size[c] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _scaled_d2(state, i, c, count) -> float:
     d2 = 0.0
     for d in range(state.xrt.shape[1]):
@@ -95,7 +95,7 @@ def _scaled_d2(state, i, c, count) -> float:
     return d2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def prepare_v1(fparams, iparams, state, pool, rng) -> None:
     """Ingest new members: NaN runtime entries -> running mean; Welford running moments; once
     seeded, nearest centre (z-scaled by the running std) and an online centre update; the pool
@@ -134,7 +134,7 @@ def prepare_v1(fparams, iparams, state, pool, rng) -> None:
         _seed_v1(iparams, state, n, rng)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _seed_v1(iparams, state, n, rng) -> None:
     K = iparams[I_K]
     D = state.xrt.shape[1]
@@ -164,7 +164,7 @@ def _seed_v1(iparams, state, n, rng) -> None:
     state.clustered[0] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def select_v1(fparams, iparams, state, pool, rng):
     """Warm start once; ingest; warm-up (round robin over strategies on the fastest kernel for
     warmup*|S| pulls); then argmax over (kernel, strategy) of
@@ -201,7 +201,7 @@ def select_v1(fparams, iparams, state, pool, rng):
     return state.assign[bk], bs, bk, 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def v1_reward(parent_ms, child_ms, success) -> float:
     """r = 1 - T(child) / T(parent); failures (or unusable times) give -1."""
     if not success or not parent_ms > 0.0 or not child_ms == child_ms:
@@ -209,7 +209,7 @@ def v1_reward(parent_ms, child_ms, success) -> float:
     return 1.0 - child_ms / parent_ms
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
               reward) -> None:
     """Cluster-strategy mean update; if the parent has a profile, push (profile, strategy,
@@ -225,7 +225,8 @@ def update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms
     y = 1.0 if (success and child_ms < pool.ms[parent]) else 0.0
     B = state.buf_y.shape[0]
     pos = state.buf_n[1]
-    state.buf_x[pos, :] = x[:9]
+    for j in range(9):
+        state.buf_x[pos, j] = x[j]
     state.buf_s[pos] = strategy
     state.buf_y[pos] = y
     state.buf_n[1] = (pos + 1) % B
@@ -235,7 +236,8 @@ def update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms
     sgd_step(state.w, strategy, x, y, lr)
     for _ in range(iparams[I_SGD]):
         j = state.buf_n[2] % state.buf_n[0]
-        x[:9] = state.buf_x[j, :]
+        for d in range(9):
+            x[d] = state.buf_x[j, d]
         x[9] = 1.0
         sgd_step(state.w, state.buf_s[j], x, state.buf_y[j], lr)
         state.buf_n[2] = (j + 1) % state.buf_n[0]

@@ -24,7 +24,7 @@ from kbsim.policies.spec import (
 from kbsim.rng import rand_beta, rand_int, rand_uniform
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _add_member(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
@@ -34,7 +34,7 @@ def _add_member(state, idx, c) -> None:
         state.mask_dirty[0] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def recluster_v2(iparams, state, pool, rng) -> None:
     """k-means++ then Lloyd on z-scored phi of the whole pool; relabel to follow old clusters;
     representatives = member nearest its centre."""
@@ -57,11 +57,14 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     labels = state.sc_i
     kmeanspp_seed(z, n, K, cent, state.sc_f, rng)
     lloyd(z, n, K, cent, labels, state.sc_acc, state.sc_cnt, iparams[I_ITERS])
-    perm = np.arange(K)
-    if had:
-        match_labels(cent, old, K, perm)
+    perm = state.sc_k[:K]
     for j in range(K):
-        state.centroids[perm[j], :] = cent[j, :]
+        perm[j] = j
+    if had:
+        match_labels(cent, old, K, perm, state.sc_k[K : 2 * K], state.sc_k[2 * K : 3 * K])
+    for j in range(K):
+        for d in range(D):
+            state.centroids[perm[j], d] = cent[j, d]
     state.size[:] = 0
     state.rep[:] = -1
     for i in range(n):
@@ -86,7 +89,7 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     state.mask_dirty[0] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def compute_mask_v2(fparams, iparams, state, pool) -> None:
     """M[i,s] = 0 where rep(i)'s h[target(s)] >= theta_sat (NaN: open); a non-empty cluster with
     every arm closed reopens the strategies whose target is least saturated; empty: closed."""
@@ -125,7 +128,7 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
     state.mask_dirty[0] = pending
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def prepare_v2(fparams, iparams, state, pool, rng) -> None:
     """Re-cluster when due (pool >= 2K and tau steps since the last one), else assign members
     added since the last call to their nearest centre (cluster 0 before the first clustering);
@@ -151,7 +154,7 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
         compute_mask_v2(fparams, iparams, state, pool)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ucb_arm(fparams, state):
     K, S = state.mu.shape
     log_t = math.log(state.t[0] + 1.0)
@@ -170,7 +173,7 @@ def _ucb_arm(fparams, state):
     return bc, bs, 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _eps_arm(fparams, state, rng):
     K, S = state.mu.shape
     eps = fparams[F_EPS]
@@ -202,7 +205,7 @@ def _eps_arm(fparams, state, rng):
     return bc, bs, p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _thompson_arm(state, rng):
     K, S = state.mu.shape
     best = -np.inf
@@ -219,7 +222,7 @@ def _thompson_arm(state, rng):
     return bc, bs, np.nan
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def choose_parent_v2(fparams, state, pool, c, s, rng):
     """Softmax over members of cluster c of (theta_sat - h(k)[target(s)]) / temperature;
     members without a signature score 0; no signature in the cluster: its fastest member.
@@ -264,7 +267,7 @@ def choose_parent_v2(fparams, state, pool, c, s, rng):
     return state.members[c, pick], score[pick] / total
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def select_v2(kind, fparams, iparams, state, pool, rng):
     """prepare, arm by the kind's rule over open arms, parent by softmax; propensity of the
     (parent, strategy) pair = P(arm) * P(parent | arm) (NaN for Thompson)."""
@@ -279,7 +282,7 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
     return c, s, parent, p_arm * p_parent
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def v2_reward(parent_ms, child_ms, success) -> float:
     """r = max(0, (T(parent) - T(child)) / T(parent)); failures (or unusable times) give 0."""
     if not success or not parent_ms > 0.0 or not child_ms == child_ms:
@@ -288,7 +291,7 @@ def v2_reward(parent_ms, child_ms, success) -> float:
     return r if r > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def update_v2(kind, state, cluster, strategy, reward) -> None:
     """N += 1; mu += (r - mu) / N (Thompson also: a += r, b += 1 - r)."""
     state.cnt[cluster, strategy] += 1.0

@@ -46,7 +46,7 @@ def _is_v2_family(kind) -> bool:
     )
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def prepare(kind, fparams, iparams, state, pool, rng) -> None:
     """Bring the clustering up to date (re-cluster when due, assign new members, refresh the
     mask). `select` calls it first; the live runner may call it earlier so that
@@ -59,7 +59,7 @@ def prepare(kind, fparams, iparams, state, pool, rng) -> None:
         prepare_v1(fparams, iparams, state, pool, rng)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def select(kind, fparams, iparams, state, pool, rng):
     """-> (cluster, strategy, parent pool index, propensity); (-1, -1, -1, NaN) on an empty
     pool."""
@@ -72,7 +72,7 @@ def select(kind, fparams, iparams, state, pool, rng):
     return select_flat(kind, fparams, state, pool, rng)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
            success) -> float:
     """Compute the policy's reward for the outcome and update its statistics; returns reward.

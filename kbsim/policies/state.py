@@ -60,16 +60,20 @@ def new_pool(max_pool: int) -> Pool:
     )
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pool_add(pool, phi, hw, prof9, rt6, ms, key) -> int:
     """Append a kernel; returns its pool index, or -1 when the pool is full."""
     i = pool.n[0]
     if i >= pool.ms.shape[0]:
         return -1
-    pool.phi[i, :] = phi
-    pool.hw[i, :] = hw
-    pool.prof9[i, :] = prof9
-    pool.rt6[i, :] = rt6
+    for d in range(phi.shape[0]):
+        pool.phi[i, d] = phi[d]
+    for d in range(hw.shape[0]):
+        pool.hw[i, d] = hw[d]
+    for d in range(prof9.shape[0]):
+        pool.prof9[i, d] = prof9[d]
+    for d in range(rt6.shape[0]):
+        pool.rt6[i, d] = rt6[d]
     pool.ms[i] = ms
     pool.key[i] = key
     pool.n[0] = i + 1
@@ -119,6 +123,7 @@ class PolicyState(NamedTuple):
     sc_acc: np.ndarray  # (K, D) float64
     sc_cnt: np.ndarray  # (K,) float64
     sc_x: np.ndarray  # (10,) float64
+    sc_k: np.ndarray  # (3K,) int64
 
 
 def new_state(
@@ -194,6 +199,7 @@ def new_state(
         sc_acc=np.zeros((K, D)),
         sc_cnt=np.zeros(K),
         sc_x=np.zeros(V1_FEAT),
+        sc_k=np.zeros(3 * K, dtype=np.int64),
     )
 
 

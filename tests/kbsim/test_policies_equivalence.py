@@ -28,7 +28,7 @@ from kbsim.policies import (
 from kbsim.policies.reference import prepare_ref, representatives_ref, select_ref, update_ref
 from kbsim.rng import new_rng
 
-SCRATCH = {"sc_f", "sc_i", "sc_z", "sc_cent", "sc_acc", "sc_cnt", "sc_x"}
+SCRATCH = {"sc_f", "sc_i", "sc_z", "sc_cent", "sc_acc", "sc_cnt", "sc_x", "sc_k"}
 
 
 def _same(a: float, b: float) -> bool:
