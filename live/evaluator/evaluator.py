@@ -22,6 +22,7 @@ from typing import Any
 from live.evaluator.hashing import kernel_id
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.task_source import canonical_spec
 from live.evaluator.timing import TimingConfig
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
@@ -68,7 +69,7 @@ class Evaluator:
     ):
         if workers < 1:
             raise ValueError("workers must be >= 1")
-        self.task_spec = task_spec
+        self.task_spec = canonical_spec(task_spec)
         self.device = resolve_device(device)
         self.timeout_s = float(timeout_s)
         self.compile_timeout_s = float(compile_timeout_s)

@@ -13,6 +13,17 @@ from typing import Any
 MODULE_PREFIX = "module:"
 
 
+def canonical_spec(spec: str) -> str:
+    """`spec` as a worker in another directory must see it (TritonBench paths made absolute)."""
+    if spec.startswith(MODULE_PREFIX):
+        return spec
+    try:
+        from live.tasks.registry import canonical_spec as registry_canonical
+    except ImportError:
+        return spec
+    return registry_canonical(spec)
+
+
 def resolve_task(spec: str, name: str) -> Any:
     """The Task called `name` in task spec `spec`."""
     if spec.startswith(MODULE_PREFIX):

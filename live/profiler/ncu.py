@@ -27,6 +27,7 @@ from pathlib import Path
 
 from live.evaluator.hashing import kernel_id
 from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
+from live.evaluator.task_source import canonical_spec
 from live.profiler.csv_parse import duration_weighted, parse_raw_csv
 from live.profiler.metrics import NCU_METRICS, base_name, hw_signature, profile9
 
@@ -105,7 +106,7 @@ class NcuProfiler:
     def __init__(self, task_spec: str, *, cache_dir: str | Path | None = None,
                  timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
                  device: str = "cuda"):
-        self.task_spec = task_spec
+        self.task_spec = canonical_spec(task_spec)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout_s = timeout_s
         self.launches = launches
