@@ -121,7 +121,11 @@ def section_aa(ev: Evaluator, tasks: list) -> dict:
                            "ref_shape_ms": r.ref_shape_ms, "reps": r.timing_reps,
                            "timing_s": r.timing_s, "check_s": r.check_s, "compile_s": r.compile_s,
                            "eval_latency_s": r.eval_latency_s,
-                           "worker_overhead_s": r.worker_overhead_s}
+                           "worker_overhead_s": r.worker_overhead_s,
+                           "registers": r.registers, "spills": r.spills,
+                           "shared_bytes": r.shared_bytes, "num_warps": r.num_warps,
+                           "num_stages": r.num_stages, "phi": r.phi,
+                           "runtime_vec": r.runtime_vec}
         print(f"  aa {task.name:<18} {r.status} speedup {r.speedup} cv {r.timing_cv} "
               f"overhead {r.worker_overhead_s}", flush=True)
     ok = [v for v in rows.values() if v["status"] == "ok"]

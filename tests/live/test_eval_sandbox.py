@@ -72,6 +72,7 @@ def test_second_task_good_and_wrong(evaluator: Evaluator) -> None:
         ("vadd_exit", "runtime_error", "worker died: exit code 3"),
         ("vadd_segfault", "runtime_error", "signal 11"),
         ("vadd_hang", "timeout", "exceeded 5 s"),
+        ("vadd_hog", "runtime_error", "MemoryError"),
     ],
 )
 def test_bad_candidates_are_classified_and_evaluator_keeps_serving(
