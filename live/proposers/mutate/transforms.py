@@ -12,7 +12,8 @@ Strategies and what the mutator does for each (only performance knobs; results s
 - reordering: grouped ("GROUP_M") program-id ordering for kernels that read exactly
   ``tl.program_id(0)`` and ``tl.program_id(1)`` once each into two names; a bijection onto the
   same tiles whatever the grid; or a new group size where it is already grouped;
-- access_layout: ``eviction_policy`` or ``cache_modifier`` on a ``tl.load`` without one, or
+- access_layout: ``eviction_policy`` or ``cache_modifier`` on a ``tl.load`` without either (never
+  both: ptxas rejects the pair), or
   ``tl.max_contiguous(tl.multiple_of(…))`` hints on offsets ``pid * B + tl.arange(0, B)``;
 - fusion: nothing (a fusion is a semantic rewrite); always ``not_applicable``.
 """
@@ -269,13 +270,15 @@ def access_layout_edits(tree: ast.Module) -> list[Edit]:
                  and ast.unparse(n.func) in ("tl.load", "triton.language.load")]
         for index, load in enumerate(loads):
             present = {k.arg for k in load.keywords}
+            # one hint per load: ptxas rejects a cache modifier combined with an eviction
+            # policy on one load (seen on H200 with Triton 3.6: "PTX codegen error")
+            if present & {"eviction_policy", "cache_modifier"}:
+                continue
             label = f"load #{index + 1} in {kernel.name}"
             for keyword, values in (("eviction_policy", EVICTION), ("cache_modifier", LOAD_CACHE)):
-                if keyword in present:
-                    continue
                 for value in values:
                     edits.append(Edit(
-                        (keyword, kernel.name, index), f"{keyword}={value!r} on {label}",
+                        ("load hint", kernel.name, index), f"{keyword}={value!r} on {label}",
                         lambda load=load, keyword=keyword, value=value: load.keywords.append(
                             ast.keyword(arg=keyword, value=ast.Constant(value))),
                     ))
@@ -320,6 +323,6 @@ NOT_APPLICABLE_REASON = {
     "pipeline": "no launched kernel with a loop whose num_stages can change",
     "reordering": "no kernel reading tl.program_id(0) and tl.program_id(1) once each into two "
                   "names (grouped ordering needs that shape)",
-    "access_layout": "every load already has cache and eviction hints and no offsets of the "
+    "access_layout": "every load already has a cache or eviction hint and no offsets of the "
                      "form pid * B + tl.arange(0, B) lack contiguity hints",
 }
