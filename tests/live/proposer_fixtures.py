@@ -31,6 +31,34 @@ def add(x, y, out):
     add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
 '''
 
+AUTOTUNED_ADD_K0 = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": 128}, num_warps=4),
+             triton.Config({"BLOCK_SIZE": 512}, num_warps=8, num_stages=2)],
+    key=["n_elements"],
+)
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    acc = tl.load(x_ptr + offsets, mask=mask)
+    for _ in range(2):
+        acc += tl.load(y_ptr + offsets, mask=mask) * 0.5
+    tl.store(out_ptr + offsets, acc, mask=mask)
+
+
+def add(x, y, out):
+    n_elements = out.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
+    add_kernel[grid](x, y, out, n_elements)
+'''
+
 MATMUL_K0 = '''
 import torch
 import triton
@@ -144,6 +172,9 @@ SOFTMAX_TASK = make_task(
     "softmax", SOFTMAX_K0, "softmax", _softmax_ref, _softmax_inputs, [{"R": 5, "C": 100}]
 )
 FIXTURE_TASKS = (ADD_TASK, MATMUL_TASK, SOFTMAX_TASK)
+#: autotuned: runs on a GPU only (Triton's autotuner needs a driver; the interpreter has none)
+AUTOTUNED_ADD_TASK = make_task("autotuned_add", AUTOTUNED_ADD_K0, "add", _add_ref, _add_inputs,
+                               [{"N": 1000}, {"N": 37}, {"N": 1 << 20}])
 
 
 def parent_of(task: Task, **overrides) -> ParentInfo:

@@ -17,6 +17,8 @@ from live.tasks.selfcheck import selfcheck
 from tests.live.proposer_fixtures import (
     ADD_K0,
     ADD_TASK,
+    AUTOTUNED_ADD_K0,
+    AUTOTUNED_ADD_TASK,
     FIXTURE_TASKS,
     MATMUL_K0,
     MATMUL_TASK,
@@ -179,12 +181,40 @@ def test_grouped_matmul_is_correct_on_a_ragged_grid():
     assert_correct(task, again)
 
 
-def test_autotuned_kernels_get_no_launch_option_edits():
-    code = MATMUL_K0.replace(
-        "@triton.jit",
-        "@triton.autotune(configs=[triton.Config({}, num_warps=4)], key=['M'])\n@triton.jit")
-    new, detail = mutate_source(code, "pipeline", seed=0, sample_index=0)
-    assert new is None and "num_stages" in detail
+def test_autotuned_kernels_are_tuned_inside_their_configs():
+    for strategy, pattern in (("tiling", r"BLOCK_SIZE': (\d+)"),
+                              ("vectorization", r"num_warps=(\d+)"),
+                              ("pipeline", r"num_stages=(\d+)")):
+        before = re.findall(pattern, ast.unparse(ast.parse(AUTOTUNED_ADD_K0)))
+        code, detail = mutate_source(AUTOTUNED_ADD_K0, strategy, seed=0, sample_index=0)
+        assert code is not None and "autotune config #" in detail, detail
+        launch = code[code.index("add_kernel[grid]"):]
+        assert "num_warps" not in launch and "num_stages" not in launch and "BLOCK" not in launch
+        assert re.findall(pattern, code) != before
+
+
+def test_autotuned_configs_without_a_loop_get_no_pipeline_edit():
+    code = AUTOTUNED_ADD_K0.replace("    for _ in range(2):\n        acc +=", "    acc +=")
+    assert mutate_source(code, "pipeline", seed=0, sample_index=0)[0] is None
+
+
+@pytest.mark.gpu
+def test_mutated_autotuned_kernels_are_correct_on_a_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (Triton's autotuner does not run in the interpreter)")
+    failures = []
+    for strategy in STRATEGIES:
+        for sample_index in range(3):
+            code, detail = mutate_source(AUTOTUNED_ADD_K0, strategy, seed=1,
+                                         sample_index=sample_index, max_edits=2)
+            if code is None:
+                continue
+            result = selfcheck(AUTOTUNED_ADD_TASK, "cuda", source=code)
+            bad = result.error or next((c.error for c in result.checks if not c.ok), None)
+            if bad:
+                failures.append(f"{detail}: {bad}")
+    assert not failures, failures
 
 
 def test_reproducible_across_processes():

@@ -10,7 +10,12 @@ A *knob* is one integer performance setting and how to change it in the tree:
   integer constant (all uses change together), a local integer constant of the launching
   function, or a literal that appears nowhere else in that function (or the grid reads it from
   ``meta``);
-- ``num_warps`` / ``num_stages``: launch options of a non-autotuned kernel (added if absent).
+- ``num_warps`` / ``num_stages``: launch options of a non-autotuned kernel (added if absent);
+- for an autotuned kernel, the same three kinds inside each literal ``triton.Config`` of its
+  ``@triton.autotune(configs=[...])`` list (the autotuner then picks among the edited configs).
+
+Knobs of one ``group`` (one autotune config; ``None`` for launch-level knobs) are set together
+at run time, so bounds on their product only consider knobs of the same group.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class Knob:
     where: str
     kernels: list[Kernel]
     setter: Callable[[int], None] = field(repr=False)
+    group: tuple | None = None
 
 
 def is_block_name(name: str) -> bool:
@@ -231,6 +237,57 @@ def _set_assign(assign: ast.Assign, value: int) -> None:
     assign.value = ast.Constant(value)
 
 
+def autotune_configs(kernel: Kernel) -> list[ast.Call]:
+    """The literal ``triton.Config(...)`` calls of the kernel's ``@triton.autotune``."""
+    for decorator in kernel.node.decorator_list:
+        if not (isinstance(decorator, ast.Call) and _decorator_name(decorator) == "autotune"):
+            continue
+        configs = next((k.value for k in decorator.keywords if k.arg == "configs"), None)
+        if configs is None and decorator.args:
+            configs = decorator.args[0]
+        if isinstance(configs, (ast.List, ast.Tuple)):
+            return [
+                c for c in configs.elts
+                if isinstance(c, ast.Call) and _dotted(c.func).split(".")[-1] == "Config"
+            ]
+    return []
+
+
+def _config_dict(config: ast.Call) -> ast.Dict | None:
+    value = config.args[0] if config.args else next(
+        (k.value for k in config.keywords if k.arg == "kwargs"), None)
+    return value if isinstance(value, ast.Dict) else None
+
+
+def _set_dict_value(mapping: ast.Dict, index: int, value: int) -> None:
+    mapping.values[index] = ast.Constant(value)
+
+
+def config_knobs(kernel: Kernel) -> list[Knob]:
+    knobs: list[Knob] = []
+    for index, config in enumerate(autotune_configs(kernel)):
+        group = ("config", kernel.name, index)
+        where = f"autotune config #{index + 1} of {kernel.name}"
+        mapping = _config_dict(config)
+        if mapping is not None:
+            for position, (key, value) in enumerate(zip(mapping.keys, mapping.values,
+                                                        strict=True)):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    continue
+                literal = _int_literal(value)
+                if literal is not None and is_block_name(key.value):
+                    knobs.append(Knob(
+                        "block", key.value, literal, (*group, key.value), where, [kernel],
+                        lambda v, m=mapping, i=position: _set_dict_value(m, i, v), group))
+        for option, default in (("num_warps", DEFAULT_NUM_WARPS),
+                                ("num_stages", DEFAULT_NUM_STAGES)):
+            expr = next((k.value for k in config.keywords if k.arg == option), None)
+            value = default if expr is None else _int_literal(expr)
+            knobs.append(Knob(option, option, value, (*group, option), where, [kernel],
+                              lambda v, c=config, o=option: _set_keyword(c, o, v), group))
+    return knobs
+
+
 def find_knobs(tree: ast.Module) -> tuple[list[Knob], dict[str, Kernel], list[Launch]]:
     """Every knob the mutator may turn, deduplicated by what it changes."""
     kernels = find_kernels(tree)
@@ -297,4 +354,9 @@ def find_knobs(tree: ast.Module) -> tuple[list[Knob], dict[str, Kernel], list[La
             target = (option, launch.call.lineno, launch.call.col_offset)
             add(Knob(option, option, value, target, where, [kernel],
                      lambda v, call=launch.call, option=option: _set_keyword(call, option, v)))
+    launched = {launch.kernel.name for launch in launches}
+    for kernel in kernels.values():
+        if kernel.autotuned and kernel.name in launched:
+            for knob in config_knobs(kernel):
+                add(knob)
     return list(knobs.values()), kernels, launches

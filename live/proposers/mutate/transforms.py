@@ -1,7 +1,8 @@
 """Candidate edits per strategy. An edit changes one target in a parsed tree (``apply``) and says
 what it did (``description``); the proposer picks among them with its seeded RNG.
 
-Strategies and what the mutator does for each (only performance knobs; results stay equal):
+Strategies and what the mutator does for each (only performance knobs; results stay equal). For
+an autotuned kernel the same knobs are turned inside one of its ``triton.Config`` entries:
 
 - tiling: a block size ``BLOCK_*`` ×/÷ 2 or 4, a power of two within bounds (``tl.dot`` tiles
   16–256, their K step 16–128; other 2-D tiles 16–256; 1-D blocks 64–16384; one kernel's tiles
@@ -72,7 +73,8 @@ def _block_values(knob: Knob, knobs: list[Knob], factors: tuple[float, ...]) -> 
     for kernel in knob.kernels:
         product = 1
         for other in knobs:
-            if other.kind == "block" and other is not knob and kernel in other.kernels:
+            if (other.kind == "block" and other is not knob and kernel in other.kernels
+                    and other.group == knob.group):
                 product *= other.value or 1
         others = max(others, product)
     values = []
@@ -102,14 +104,18 @@ def tiling_edits(tree: ast.Module) -> list[Edit]:
 def vectorization_edits(tree: ast.Module) -> list[Edit]:
     knobs, _, _ = find_knobs(tree)
     edits: list[Edit] = []
-    warps_of = {id(k.kernels[0]): k for k in knobs if k.kind == "num_warps"}
+    # the num_warps set together with a block knob: same kernel, same group (launch or config)
+    warps_of: dict[tuple, Knob] = {}
+    for knob in knobs:
+        if knob.kind == "num_warps":
+            warps_of.setdefault((knob.kernels[0].name, knob.group), knob)
     for knob in knobs:
         if knob.kind == "num_warps":
             for value in WARPS:
                 if value != knob.value:
                     edits.append(_knob_edit(knob, value, "set"))
         elif knob.kind == "block" and all(len(k.block_params) == 1 for k in knob.kernels):
-            warps = warps_of.get(id(knob.kernels[0]))
+            warps = warps_of.get((knob.kernels[0].name, knob.group))
             for value in _block_values(knob, knobs, (0.5, 2)):
                 edits.append(_coupled_edit(knob, value, warps))
     return edits
