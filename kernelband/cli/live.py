@@ -1,18 +1,113 @@
-"""`kernelband live`: the live loop (filled in by the live-runner issue)."""
+"""`kernelband live`: the live loop, every attempt recorded to a trace."""
 
 from __future__ import annotations
 
+import logging
+import sys
+from typing import Any
+
 import click
 
-from kernelband.cli._stub import not_implemented
+from live.proposers.cli_options import proposer_from_cli, proposer_options
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def live() -> None:
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+@click.command()
+@click.option("--tasks", default=None, help="builtin | softmax,layernorm | tritonbench:PATH "
+              "[builtin].")
+@click.option("--policy", default=None, help="Policy spec, e.g. kernelband-v2:K=5 "
+              "[kernelband-v2].")
+@click.option("--steps", type=int, default=None, help="Attempts per task [40].")
+@click.option("--seed", type=int, default=None, help="Seeds the policy and the proposer [0].")
+@click.option("--out", type=click.Path(file_okay=False), default=None, required=False,
+              help="Trace dataset directory to write.")
+@click.option("--run-id", default=None, help="Run id in the trace [<policy>-s<seed>].")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default=None,
+              help="cuda, or cpu (Triton interpreter, tiny shapes; timings flagged) [auto].")
+@click.option("--profile", "profile_mode", type=click.Choice(["reps", "all", "off"]),
+              default=None, help="Nsight Compute: the representatives the policy asks for, "
+              "every correct kernel, or none [reps].")
+@click.option("--in-flight", type=int, default=None, help="Tasks run concurrently [4].")
+@click.option("--max-wall", "max_wall_s", type=float, default=None,
+              help="Stop starting attempts after this many seconds.")
+@click.option("--eval-timeout", "eval_timeout_s", type=float, default=None,
+              help="Seconds per candidate for checking and timing [120].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="YAML/JSON file of the options above; flags override it.")
+@click.option("--resume", is_flag=True, help="Continue the run recorded in --out.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@proposer_options
+def live(**values: Any) -> None:
     """Run the live loop: policy -> proposer -> evaluator -> profiler -> update -> trace row.
+
+    Every attempt is written to the trace in --out as it finishes; a killed run continues with
+    --resume, with no lost or duplicated step and the same policy state. At the end, a summary
+    with the paper's metrics and where the best kernels were written (OUT/best/).
 
     \b
     Example:
         kernelband live --tasks builtin --policy kernelband-v2 --proposer mutate --steps 40 --out traces/run1
+        kernelband live --tasks softmax --proposer openai --model gpt-4o --max-cost 5 --out traces/llm1
     """
-    not_implemented("live")
+    from live.runner.config import RunConfig, load_config_file
+    from live.runner.resume import ResumeError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    settings: dict[str, Any] = {}
+    try:
+        if values["config_file"]:
+            settings.update(load_config_file(values["config_file"]))
+        for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
+                    "in_flight", "max_wall_s", "eval_timeout_s"):
+            if values.get(key) is not None:
+                settings[key] = values[key]
+        if values.get("profile_mode") is not None:
+            settings["profile"] = values["profile_mode"]
+        if not settings.get("out"):
+            raise click.UsageError("--out DIR is required (or `out:` in --config)")
+        config = RunConfig(**settings)
+        proposer, budget = proposer_from_cli(values)
+        from kbsim.policies.spec import parse_policy
+        from live.tasks.registry import resolve_tasks
+
+        parse_policy(config.policy)
+        resolve_tasks(config.tasks)
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+    from live.runner.runner import run_live
+
+    try:
+        result = run_live(config, proposer, budget=budget, resume=values["resume"],
+                          show_progress=not values["quiet"])
+    except (FileExistsError, ResumeError, ValueError) as exc:
+        click.echo(f"kernelband live: {exc}", err=True)
+        sys.exit(1)
+    _print_summary(result)
+
+
+def _print_summary(result: Any) -> None:
+    from analysis.metrics import trace_metrics
+    from kbsim.trace.reader import load_trace
+
+    click.echo(f"\nrun {result.run_id} -> {result.out}")
+    click.echo(f"{'task':<24} {'steps':>5} {'ref ms':>10} {'k0 ms':>10} {'best ms':>10} "
+               f"{'vs ref':>7}  statuses")
+    for t in result.tasks:
+        statuses = " ".join(f"{k}={v}" for k, v in sorted(t.status_counts.items()))
+        speedup = t.best_speedup_vs_ref
+        click.echo(f"{t.task_id:<24} {t.steps:>5} {_fmt(t.ref_ms, '.4f'):>10} "
+                   f"{_fmt(t.k0_ms, '.4f'):>10} {_fmt(t.best_ms, '.4f'):>10} "
+                   f"{_fmt(speedup, '.2f'):>7}  {statuses}"
+                   + (f"  [stopped: {t.stopped}]" if t.stopped else ""))
+    steps = load_trace(result.out).steps_df()
+    steps = steps[steps["run_id"] == result.run_id]
+    if len(steps):
+        for row in trace_metrics(steps).to_dict("records"):
+            click.echo(f"\nCorrect {row['correct_pct']:.1f}%  Fast@1 {row['fast1_pct']:.1f}%  "
+                       f"geomean speedup over correct tasks {row['geomean_speedup']:.3f}x  "
+                       f"cost ${row['total_cost_usd']:.4f}")
+    click.echo(f"best kernels: {result.out / 'best'}/")

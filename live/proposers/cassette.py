@@ -1,10 +1,11 @@
 """Record every LLM exchange to a JSONL file, and serve a recorded file back without a network.
 
 Each line is one exchange, keyed by ``sha256`` of the canonical JSON of (model, messages,
-temperature, sample_index). Recording appends and flushes one line per exchange (a killed run
-loses at most the exchange in flight); failures are recorded too (``error``), so a replay
-reproduces the recorded run's proposals exactly: text, tokens, latency and errors. The API key is
-never part of a line (requests carry none).
+temperature, sample_index), the numbers in the messages' prose masked (measurements differ
+between runs and machines; see `_stable_text`). Recording appends and flushes one line per
+exchange (a killed run loses at most the exchange in flight); failures are recorded too
+(``error``), so a replay reproduces the recorded run's proposals exactly: text, tokens, latency
+and errors. The API key is never part of a line (requests carry none).
 
 Replay never calls anything: a key that is not in the file raises ``CassetteMiss`` inside the
 client; the proposer turns it into status ``llm_error`` with the message (``on_miss="error"``,
@@ -18,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -37,10 +39,34 @@ class CassetteMiss(LookupError):
     """A replayed request that the cassette does not hold."""
 
 
+_FENCE = re.compile(r"(```.*?```)", re.DOTALL)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _stable_text(text: str) -> str:
+    """`text` with every number outside fenced code blocks replaced by ``#``.
+
+    NOTE (D5): the prose of a prompt carries measurements (the parent's runtime, its profile,
+    its register count) that differ between runs and machines; a cassette keyed on them could
+    never replay a run on other hardware, which is what cassettes are for. Code is kept as is:
+    a different parent kernel is a different request."""
+    parts = _FENCE.split(text)
+    return "".join(p if p.startswith("```") else _NUMBER.sub("#", p) for p in parts)
+
+
+def _stable_messages(messages: Any) -> list[Any]:
+    out = []
+    for message in messages:
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            message = {**message, "content": _stable_text(message["content"])}
+        out.append(message)
+    return out
+
+
 def cassette_key(model: str, messages: Any, temperature: float, sample_index: int) -> str:
     payload = json.dumps(
-        {"model": model, "messages": list(messages), "temperature": float(temperature),
-         "sample_index": int(sample_index)},
+        {"model": model, "messages": _stable_messages(messages),
+         "temperature": float(temperature), "sample_index": int(sample_index)},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

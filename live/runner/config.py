@@ -1,0 +1,102 @@
+"""`RunConfig`: what a live run does (tasks, policy, steps, budgets), from flags or a file.
+
+The proposer is configured apart (live.proposers.cli_options), with its own budget.
+
+The resolved config (defaults filled in, secrets left out) is stored in the trace manifest under
+``config``, so every trace says how it was made and ``--resume`` can check it continues the same
+run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILE_MODES = ("reps", "all", "off")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One live run: tasks x policy x proposer, with its budgets.
+
+    Attributes:
+        out: trace dataset directory written by the run.
+        tasks: ``builtin``, ``softmax,layernorm`` or ``tritonbench:PATH``.
+        policy: policy spec, e.g. ``kernelband-v2:K=5`` (kbsim.policies.spec).
+        steps: attempts per task.
+        seed: seeds the policy (kbsim.replay.seeding.policy_rng) and the proposer.
+        run_id: defaults to ``<policy name>-s<seed>``.
+        device: ``auto`` | ``cuda`` | ``cpu`` (CPU: Triton interpreter, tiny shapes).
+        profile: ``reps`` profiles the cluster representatives the policy asks for, ``all``
+            every correct kernel (the trace is then fully profiled; the policy still sees a
+            signature only once it asks), ``off`` none.
+        in_flight: tasks run concurrently (LLM latency overlaps GPU work; GPU timing and
+            profiling are never concurrent on one device).
+        max_wall_s: wall-clock budget for the whole run.
+        eval_timeout_s: per-candidate limit for checking and timing (compile has its own).
+    """
+
+    out: str
+    tasks: str = "builtin"
+    policy: str = "kernelband-v2"
+    steps: int = 40
+    seed: int = 0
+    run_id: str | None = None
+    device: str = "auto"
+    profile: str = "reps"
+    in_flight: int = 4
+    max_wall_s: float | None = None
+    eval_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        if self.in_flight < 1:
+            raise ValueError(f"in_flight must be >= 1, got {self.in_flight}")
+        if self.profile not in PROFILE_MODES:
+            raise ValueError(
+                f"profile must be one of {', '.join(PROFILE_MODES)}, got {self.profile!r}"
+            )
+        if self.device not in ("auto", "cuda", "cpu"):
+            raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
+
+    @property
+    def resolved_run_id(self) -> str:
+        return self.run_id or f"{self.policy.split(':', 1)[0]}-s{self.seed}"
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as plain data (for manifests and logs); holds no secrets by design: the
+        proposer's settings, API keys among them, are not part of it."""
+        data = asdict(self)
+        data["run_id"] = self.resolved_run_id
+        return data
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML or JSON config file into a dict; one clear sentence on a bad file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ValueError(f"config file {path} is not valid YAML/JSON: {first}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {path} must hold a mapping of option: value")
+    known = {f.name for f in fields(RunConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(
+            f"config file {path}: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    return data

@@ -1,0 +1,93 @@
+"""Trace rows of the live runner: one function per row kind, nothing else."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from live.evaluator import EvalResult
+from live.proposers.base import Proposal
+from live.runner.episode import Choice, KernelInfo
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _vec(values: Any) -> list[float | None] | None:
+    if values is None:
+        return None
+    return [_finite(v) for v in values]
+
+
+def kernel_row(run_id: str, task_id: str, code: str, result: EvalResult,
+               parent_id: str | None, chain: list[str], profile: Any | None) -> dict[str, Any]:
+    """A KERNELS_SCHEMA row for an evaluated candidate (correct or not), with its profile if
+    one was taken (`profile` is a live.profiler.ProfileResult)."""
+    profiled = bool(profile is not None and profile.profiled and profile.hw_sig is not None)
+    return {
+        "run_id": run_id,
+        "task_id": task_id,
+        "kernel_id": result.kernel_id,
+        "code": code,
+        "parent_id": parent_id,
+        "strategy_chain": list(chain),
+        "correct": bool(result.correct),
+        "ms": _finite(result.ms) if result.correct else None,
+        "shape_ms": _vec(result.shape_ms) if result.correct else None,
+        "timing_cv": _finite(result.timing_cv),
+        "timing_backend": result.timing_backend,
+        "registers": result.registers,
+        "shared_bytes": result.shared_bytes,
+        "num_warps": result.num_warps,
+        "num_stages": result.num_stages,
+        "phi": _vec(result.phi),
+        "runtime_vec": _vec(result.runtime_vec),
+        "hw_sig": _vec(profile.hw_sig) if profiled else None,
+        "profile9": _vec(profile.profile9) if profiled and profile.profile9 else None,
+        "profiled": profiled,
+        "profiler": profile.profiler if profiled else None,
+    }
+
+
+def step_row(*, run_id: str, task_id: str, step: int, policy: str, seed: int, choice: Choice,
+             parent: KernelInfo, proposal: Proposal, status: str, error: str | None,
+             child_id: str | None, child_ms: float | None, ref_ms: float | None,
+             reward: float, eval_latency_s: float | None,
+             profile_latency_s: float | None) -> dict[str, Any]:
+    """A STEPS_SCHEMA row for one attempt."""
+    ok = status == "ok"
+    child_ms = _finite(child_ms) if ok else None
+    ref_ms = _finite(ref_ms)
+    speedup = ref_ms / child_ms if ok and child_ms and ref_ms else None
+    return {
+        "run_id": run_id,
+        "task_id": task_id,
+        "step": step,
+        "time": datetime.now(timezone.utc),
+        "policy": policy,
+        "seed": seed,
+        "logging_propensity": _finite(choice.propensity),
+        "cluster": choice.cluster,
+        "parent_id": parent.kernel_id,
+        "strategy": choice.strategy_name,
+        "child_id": child_id,
+        "status": status,
+        "error": error,
+        "parent_ms": _finite(parent.ms),
+        "child_ms": child_ms,
+        "ref_ms": ref_ms,
+        "speedup_vs_ref": speedup,
+        "reward": float(reward),
+        "llm_model": proposal.model,
+        "prompt_tokens": proposal.prompt_tokens,
+        "completion_tokens": proposal.completion_tokens,
+        "llm_latency_s": proposal.latency_s,
+        "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None,
+        "eval_latency_s": eval_latency_s,
+        "profile_latency_s": profile_latency_s,
+    }

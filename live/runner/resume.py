@@ -1,0 +1,94 @@
+"""What `--resume` needs from a trace: the steps of one run, in order, and its kernels."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kbsim.trace.reader import load_trace
+from live.runner.config import RunConfig
+from live.runner.episode import Episode, KernelInfo
+
+#: config fields that must not change between a run and its resumption
+_FIXED = ("tasks", "policy", "seed", "device", "profile")
+
+
+class ResumeError(ValueError):
+    """The trace cannot be continued with this configuration."""
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class RecordedRun:
+    """Steps and kernels of `run_id` already in a trace."""
+
+    def __init__(self, steps: list[dict[str, Any]], kernels: list[dict[str, Any]],
+                 manifest: dict[str, Any], run_id: str) -> None:
+        self.run_id = run_id
+        self.manifest = manifest
+        self._steps: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted(steps, key=lambda r: (r["task_id"], r["step"])):
+            self._steps.setdefault(row["task_id"], []).append(row)
+        for task_id, rows in self._steps.items():
+            expected = list(range(len(rows)))
+            if [r["step"] for r in rows] != expected:
+                raise ResumeError(f"{task_id}: recorded steps of run {run_id} are not 0..n-1")
+        self._kernels = {(k["task_id"], k["kernel_id"]): k for k in kernels}
+        self.tokens_spent = sum(int(r.get("prompt_tokens") or 0)
+                                + int(r.get("completion_tokens") or 0) for r in steps)
+        self.cost_spent = float(sum(float(r.get("cost_usd") or 0.0) for r in steps))
+
+    def steps_of(self, task_id: str) -> list[dict[str, Any]]:
+        return self._steps.get(task_id, [])
+
+    def ref_ms(self, task_id: str) -> float | None:
+        values = [r["ref_ms"] for r in self.steps_of(task_id) if _float(r["ref_ms"])]
+        return float(np.median(values)) if values else None
+
+    def kernel_info(self, task_id: str, kid: str, *, parent_id: str | None,
+                    chain: list[str]) -> KernelInfo | None:
+        """The recorded correct kernel `kid` as a pool entry (None if absent or incorrect)."""
+        row = self._kernels.get((task_id, kid))
+        if row is None or not row["correct"] or _float(row["ms"]) is None:
+            return None
+        phi, rt6 = Episode.features(row["phi"], row["runtime_vec"])
+        meta = {k: row[k] for k in ("registers", "shared_bytes", "num_warps", "num_stages")
+                if row.get(k) is not None}
+        profiled = bool(row["profiled"]) and row["hw_sig"] is not None
+        return KernelInfo(
+            kernel_id=kid, code=row["code"], ms=float(row["ms"]),
+            ref_ms=self.ref_ms(task_id), parent_id=parent_id, chain=chain, phi=phi, rt6=rt6,
+            meta=meta, hw=list(row["hw_sig"]) if profiled else None,
+            prof9=list(row["profile9"]) if profiled and row["profile9"] is not None else None,
+        )
+
+    def correct_kernel_ids(self, task_id: str) -> list[str]:
+        """Ids of the recorded correct kernels of `task_id` (to skip re-evaluating them)."""
+        return [kid for (tid, kid), row in self._kernels.items()
+                if tid == task_id and row["correct"] and _float(row["ms"]) is not None]
+
+    def check_config(self, config: RunConfig) -> None:
+        """A resumed run must keep what determines its policy's choices."""
+        saved = self.manifest.get("config") or {}
+        now = config.public_dict()
+        changed = [k for k in _FIXED if k in saved and saved[k] != now[k]]
+        if changed:
+            what = ", ".join(f"{k} {saved[k]!r} -> {now[k]!r}" for k in changed)
+            raise ResumeError(f"cannot resume run {self.run_id} with a different {what}")
+
+
+def load_recorded(path: str | Path, run_id: str) -> RecordedRun:
+    """The part of the trace at `path` that belongs to `run_id`."""
+    data = load_trace(path)
+    steps = [r for r in data.steps.to_pylist() if r["run_id"] == run_id]
+    kernels = [k for k in data.kernels.to_pylist() if k["run_id"] == run_id]
+    manifest = data.manifests[0] if data.manifests else {}
+    return RecordedRun(steps, kernels, manifest, run_id)

@@ -1,0 +1,394 @@
+"""The live loop: select -> propose -> evaluate -> update -> record, for every task of a run.
+
+Each task runs its own `Episode` in a thread (``in_flight`` at a time) so that one task's LLM
+latency overlaps another's GPU work; evaluation and profiling go through one lock on a GPU, so
+timings are never taken concurrently on a device. Every attempt is written to the trace as it
+finishes (its child kernel first, then the step), so a killed run loses at most the attempts in
+flight, and ``resume=True`` replays the recorded steps through the same compiled policy to rebuild
+its state exactly before going on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbsim.policies.spec import parse_policy
+from kbsim.trace.writer import TraceWriter
+from live.evaluator import Evaluator, kernel_id
+from live.profiler import NcuProfiler
+from live.proposers.base import ParentInfo, Proposal, Proposer
+from live.proposers.budget import Budget
+from live.runner.config import RunConfig
+from live.runner.episode import Choice, Episode, KernelInfo
+from live.runner.progress import Progress, TaskStatus
+from live.runner.records import kernel_row, step_row
+from live.runner.resume import RecordedRun, ResumeError, load_recorded
+from live.tasks.base import Task
+from live.tasks.registry import resolve_tasks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What became of one candidate: a correct `kernel`, or a failure status and error."""
+
+    status: str
+    error: str | None = None
+    kernel: KernelInfo | None = None
+    kernel_id: str | None = None
+    ref_ms: float | None = None
+    eval_latency_s: float | None = None
+
+
+@dataclass
+class TaskSummary:
+    task_id: str
+    steps: int
+    k0_ms: float | None
+    ref_ms: float | None
+    best_ms: float | None
+    best_kernel_id: str | None
+    best_path: str | None
+    status_counts: dict[str, int] = field(default_factory=dict)
+    stopped: str | None = None
+
+    @property
+    def best_speedup_vs_ref(self) -> float | None:
+        if self.best_ms and self.ref_ms:
+            return self.ref_ms / self.best_ms
+        return None
+
+
+@dataclass
+class RunResult:
+    out: Path
+    run_id: str
+    tasks: list[TaskSummary]
+
+
+class LiveRunner:
+    """Runs one `RunConfig` with a proposer; see the module docstring."""
+
+    def __init__(self, config: RunConfig, proposer: Proposer, *, budget: Budget | None = None,
+                 resume: bool = False, show_progress: bool = True,
+                 evaluator: Evaluator | None = None,
+                 profiler: NcuProfiler | None = None) -> None:
+        self.config = config
+        self.spec = parse_policy(config.policy)
+        self.proposer = proposer
+        self.budget = budget
+        self.resume = resume
+        self.run_id = config.resolved_run_id
+        self.tasks: list[Task] = resolve_tasks(config.tasks)
+        self._own_evaluator = evaluator is None
+        workers = 1
+        self.evaluator = evaluator or Evaluator(
+            config.tasks, device=config.device, workers=workers,
+            timeout_s=config.eval_timeout_s,
+        )
+        on_gpu = self.evaluator.device == "cuda"
+        # GPU: one lock for timing and profiling; CPU (interpreter): no timing worth guarding,
+        # but one worker process is shared all the same.
+        self._device_lock: contextlib.AbstractContextManager = (
+            threading.Lock() if on_gpu else contextlib.nullcontext()
+        )
+        out = Path(config.out)
+        self.profiler = profiler
+        if self.profiler is None and config.profile != "off":
+            self.profiler = NcuProfiler(config.tasks, cache_dir=out / ".profile-cache",
+                                        device=self.evaluator.device)
+        self._writer_lock = threading.Lock()
+        self._deadline = (time.monotonic() + config.max_wall_s) if config.max_wall_s else None
+        self.progress = Progress([t.name for t in self.tasks], config.steps,
+                                 enabled=show_progress)
+        self.writer: TraceWriter | None = None
+
+    # -- manifest --------------------------------------------------------------------------
+
+    def _manifest(self) -> dict[str, Any]:
+        info = self.evaluator.device_info
+        describe: Callable[[], dict[str, Any]] | None = getattr(self.proposer, "describe", None)
+        proposer = describe() if describe else {"kind": getattr(self.proposer, "name", "?")}
+        return {
+            "hardware": {
+                "gpu_name": info.get("device_name"),
+                "device": self.evaluator.device,
+                "timing_backend": "cuda" if self.evaluator.device == "cuda"
+                else "cpu-interpreter",
+                **{k: v for k, v in info.items() if k != "device_name"},
+            },
+            "proposer": proposer,
+            "policy": {"name": self.spec.name, "params": dict(self.spec.params),
+                       "spec": str(self.spec)},
+            "tasks": [t.name for t in self.tasks],
+            "run_ids": [self.run_id],
+            "config": self.config.public_dict(),
+        }
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        out = Path(self.config.out)
+        recorded: RecordedRun | None = None
+        if self.resume and (out / "manifest.json").exists():
+            recorded = load_recorded(out, self.run_id)
+            recorded.check_config(self.config)
+            if self.budget is not None:
+                self.budget.charge(recorded.tokens_spent, recorded.cost_spent)
+        elif not self.resume and (out / "manifest.json").exists():
+            raise FileExistsError(
+                f"{out} already holds a trace; pass --resume to continue it or choose --out"
+            )
+        try:
+            with TraceWriter(out, self._manifest(), resume=self.resume) as writer:
+                self.writer = writer
+                with ThreadPoolExecutor(max_workers=self.config.in_flight) as pool:
+                    futures = [pool.submit(self._run_task, task, recorded)
+                               for task in self.tasks]
+                    summaries = [f.result() for f in futures]
+        finally:
+            self.progress.close()
+            if self._own_evaluator:
+                self.evaluator.close()
+        return RunResult(out=out, run_id=self.run_id, tasks=summaries)
+
+    def _stop_reason(self) -> str | None:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return "wall-clock budget (--max-wall) reached"
+        if self.budget is not None:
+            return self.budget.exhausted()
+        return None
+
+    def _run_task(self, task: Task, recorded: RecordedRun | None) -> TaskSummary:
+        status = TaskStatus()
+        episode = Episode(self.spec, task.name, self.config.seed, self.config.steps)
+        cache: dict[str, Outcome] = {}
+        k0 = self._initial_kernel(task, recorded, cache)
+        if k0 is None:
+            self.progress.update(task.name, status, note="k0 failed")
+            return TaskSummary(task.name, 0, None, None, None, None, None,
+                               {"k0_failed": 1}, stopped="the task's k0 failed evaluation")
+        episode.add_kernel(k0)
+        if recorded is not None:
+            for kid in recorded.correct_kernel_ids(task.name):
+                kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
+                cache.setdefault(kid, Outcome("ok", kernel=kernel, kernel_id=kid,
+                                              ref_ms=kernel.ref_ms if kernel else None))
+            self._replay_recorded(task, episode, recorded, cache, status)
+        stopped = None
+        while episode.step < self.config.steps:
+            stopped = self._stop_reason()
+            if stopped:
+                break
+            self._one_step(task, episode, cache, status)
+        best = episode.best()
+        best_path = self._write_best(task, best)
+        self.progress.update(task.name, status, done=True)
+        return TaskSummary(task.name, episode.step, k0.ms, k0.ref_ms, best.ms, best.kernel_id,
+                           best_path, dict(status.counts), stopped)
+
+    # -- stages ----------------------------------------------------------------------------
+
+    def _initial_kernel(self, task: Task, recorded: RecordedRun | None,
+                        cache: dict[str, Outcome]) -> KernelInfo | None:
+        """k0 as the pool's first member: from the trace when resuming, else evaluated now."""
+        kid = kernel_id(task.k0)
+        if recorded is not None:
+            kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
+            if kernel is not None:
+                cache[kid] = Outcome("ok", kernel=kernel, kernel_id=kid, ref_ms=kernel.ref_ms)
+                return kernel
+        outcome = self._evaluate(task, task.k0, parent_id=None, chain=[], seed=0)
+        cache[kid] = outcome
+        if outcome.kernel is None:
+            log.error("%s: k0 failed evaluation: %s", task.name, outcome.error)
+        return outcome.kernel
+
+    def _reveal_signatures(self, task: Task, episode: Episode) -> float | None:
+        """Profile (if needed) and reveal the signatures the policy asks for."""
+        spent = None
+        for idx in episode.wanted_signatures():
+            kernel = episode.kernels[idx]
+            if kernel.hw is None and not kernel.profile_tried and self._profiling:
+                started = time.perf_counter()
+                self._profile(task, kernel)
+                spent = (spent or 0.0) + time.perf_counter() - started
+            kernel.profile_tried = True
+            episode.reveal(idx, kernel.hw, kernel.prof9)
+        return spent
+
+    @property
+    def _profiling(self) -> bool:
+        return self.profiler is not None and self.profiler.available
+
+    def _profile(self, task: Task, kernel: KernelInfo) -> None:
+        """Profile a correct kernel and record the signature in the trace."""
+        assert self.profiler is not None
+        with self._device_lock:
+            result = self.profiler.profile(task.name, kernel.code)
+        kernel.profile_tried = True
+        if result.profiled and result.hw_sig is not None:
+            kernel.hw = list(result.hw_sig)
+            kernel.prof9 = list(result.profile9) if result.profile9 else None
+            self._record_profile(task, kernel, result)
+
+    def _record_profile(self, task: Task, kernel: KernelInfo, result: Any) -> None:
+        assert self.writer is not None
+        with self._writer_lock:
+            self.writer.update_kernel_profile(
+                task.name, kernel.kernel_id, hw_sig=list(result.hw_sig),
+                profile9=list(result.profile9) if result.profile9 else None,
+                profiler=result.profiler or "ncu",
+            )
+
+    def _evaluate(self, task: Task, code: str, *, parent_id: str | None, chain: list[str],
+                  seed: int) -> Outcome:
+        with self._device_lock:
+            result = self.evaluator.evaluate(task.name, code, seed=seed)
+        kernel = None
+        if result.status == "ok" and result.correct:
+            phi, rt6 = Episode.features(result.phi, result.runtime_vec)
+            kernel = KernelInfo(
+                kernel_id=result.kernel_id, code=code, ms=float(result.ms),
+                ref_ms=result.ref_ms, parent_id=parent_id, chain=chain, phi=phi, rt6=rt6,
+                meta={k: v for k, v in (("registers", result.registers),
+                                        ("shared_bytes", result.shared_bytes),
+                                        ("num_warps", result.num_warps),
+                                        ("num_stages", result.num_stages)) if v is not None},
+            )
+        profile = None
+        if kernel is not None and self.config.profile == "all" and self._profiling:
+            assert self.profiler is not None
+            with self._device_lock:
+                profile = self.profiler.profile(task.name, code)
+            kernel.profile_tried = True
+            if profile.profiled and profile.hw_sig is not None:
+                kernel.hw = list(profile.hw_sig)
+                kernel.prof9 = list(profile.profile9) if profile.profile9 else None
+        assert self.writer is not None
+        with self._writer_lock:
+            self.writer.append_kernel(
+                kernel_row(self.run_id, task.name, code, result, parent_id, chain, profile)
+            )
+        return Outcome(result.status, result.error, kernel, result.kernel_id, result.ref_ms,
+                       result.eval_latency_s)
+
+    def _propose(self, task: Task, episode: Episode, choice: Choice) -> Proposal:
+        parent = episode.kernels[choice.parent]
+        hw = parent.hw or []
+        profile = dict(zip(("sm_pct", "dram_pct", "l2_pct"), hw, strict=False))
+        info = ParentInfo(kernel_id=parent.kernel_id, code=parent.code, ms=parent.ms,
+                          ref_ms=parent.ref_ms, profile=profile, meta=dict(parent.meta))
+        return self.proposer.propose(task, info, choice.strategy_name, seed=self.config.seed,
+                                     sample_index=episode.step)
+
+    def _one_step(self, task: Task, episode: Episode, cache: dict[str, Outcome],
+                  status: TaskStatus) -> None:
+        profile_s = self._reveal_signatures(task, episode)
+        choice = episode.select()
+        parent = episode.kernels[choice.parent]
+        proposal = self._propose(task, episode, choice)
+        outcome = Outcome(proposal.status, proposal.error)
+        if proposal.status == "ok" and proposal.code is not None:
+            kid = kernel_id(proposal.code)
+            chain = [*parent.chain, choice.strategy_name]
+            if kid in cache:
+                outcome = cache[kid]
+                outcome = Outcome(outcome.status, outcome.error, outcome.kernel, kid,
+                                  outcome.ref_ms, 0.0)
+            else:
+                outcome = self._evaluate(task, proposal.code, parent_id=parent.kernel_id,
+                                         chain=chain, seed=episode.step)
+                cache[kid] = outcome
+        child = None
+        if outcome.kernel is not None:
+            child = _child_of(outcome.kernel, parent, choice)
+        step = episode.step
+        reward = episode.update(choice, child)
+        row = step_row(
+            run_id=self.run_id, task_id=task.name, step=step, policy=str(self.spec),
+            seed=self.config.seed, choice=choice, parent=parent, proposal=proposal,
+            status=outcome.status, error=outcome.error, child_id=outcome.kernel_id,
+            child_ms=child.ms if child else None,
+            ref_ms=outcome.ref_ms if outcome.ref_ms is not None else parent.ref_ms,
+            reward=reward, eval_latency_s=outcome.eval_latency_s, profile_latency_s=profile_s,
+        )
+        assert self.writer is not None
+        with self._writer_lock:
+            self.writer.append_step(row)
+        status.record(outcome.status, proposal)
+        self.progress.update(task.name, status, step=episode.step,
+                             best_ms=episode.best().ms, ref_ms=parent.ref_ms)
+
+    def _replay_recorded(self, task: Task, episode: Episode, recorded: RecordedRun,
+                         cache: dict[str, Outcome], status: TaskStatus) -> None:
+        """Feed the steps already in the trace through the policy, exactly as they happened."""
+        for row in recorded.steps_of(task.name):
+            for idx in episode.wanted_signatures():
+                kernel = episode.kernels[idx]
+                kernel.profile_tried = True
+                episode.reveal(idx, kernel.hw, kernel.prof9)
+            choice = episode.select()
+            parent = episode.kernels[choice.parent]
+            if (choice.strategy_name != row["strategy"]
+                    or parent.kernel_id != row["parent_id"]):
+                raise ResumeError(
+                    f"{task.name} step {row['step']}: the policy now chooses "
+                    f"({parent.kernel_id}, {choice.strategy_name}) but the trace recorded "
+                    f"({row['parent_id']}, {row['strategy']}); the run's code or parameters "
+                    "changed, so it cannot be resumed"
+                )
+            child = None
+            if row["status"] == "ok":
+                kernel = recorded.kernel_info(task.name, row["child_id"],
+                                              parent_id=parent.kernel_id,
+                                              chain=[*parent.chain, choice.strategy_name])
+                if kernel is None:
+                    raise ResumeError(f"{task.name} step {row['step']}: child {row['child_id']}"
+                                      " is missing from the kernels table")
+                child = _child_of(kernel, parent, choice)
+                cache.setdefault(kernel.kernel_id, Outcome("ok", kernel=kernel,
+                                                           kernel_id=kernel.kernel_id,
+                                                           ref_ms=row["ref_ms"]))
+            elif row["child_id"] is not None:
+                cache.setdefault(row["child_id"], Outcome(row["status"], row["error"], None,
+                                                          row["child_id"], row["ref_ms"]))
+            episode.update(choice, child)
+            status.record_row(row)
+        self.progress.update(task.name, status, step=episode.step, best_ms=episode.best().ms,
+                             ref_ms=episode.kernels[0].ref_ms)
+
+    def _write_best(self, task: Task, best: KernelInfo) -> str:
+        best_dir = Path(self.config.out) / "best"
+        best_dir.mkdir(parents=True, exist_ok=True)
+        path = best_dir / f"{task.name.replace('/', '__')}.py"
+        tmp = path.with_suffix(".py.tmp")
+        tmp.write_text(best.code)
+        tmp.replace(path)
+        return str(path)
+
+
+def _child_of(kernel: KernelInfo, parent: KernelInfo, choice: Choice) -> KernelInfo:
+    """The pool entry for a correct child (a fresh record: the same kernel may be reached from
+    several parents, and each pool member keeps its own lineage)."""
+    return KernelInfo(
+        kernel_id=kernel.kernel_id, code=kernel.code, ms=kernel.ms, ref_ms=kernel.ref_ms,
+        parent_id=parent.kernel_id, chain=[*parent.chain, choice.strategy_name],
+        phi=kernel.phi, rt6=kernel.rt6, meta=kernel.meta, hw=kernel.hw, prof9=kernel.prof9,
+    )
+
+
+def run_live(config: RunConfig, proposer: Proposer, *, budget: Budget | None = None,
+             resume: bool = False, show_progress: bool = True) -> RunResult:
+    """Run `config` with `proposer`; see `LiveRunner`."""
+    return LiveRunner(config, proposer, budget=budget, resume=resume,
+                      show_progress=show_progress).run()
