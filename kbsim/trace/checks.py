@@ -143,6 +143,30 @@ def duplicate_step_problems(steps: pa.Table) -> list[str]:
     ]
 
 
+def apply_profile_upgrades(kernels: pa.Table) -> pa.Table:
+    """Drop the unprofiled row of every kernel that was recorded again with its profile.
+
+    A live run writes a kernel's row when the kernel is evaluated and, when the policy later
+    asks for that kernel's hardware signature (a cluster representative), appends the same row
+    again with the profile (`TraceWriter.update_kernel_profile`); the profiled row supersedes.
+    """
+    needed = {"task_id", "kernel_id", "profiled"}
+    if kernels.num_rows == 0 or not needed <= set(kernels.column_names):
+        return kernels
+    keys = ["task_id", "kernel_id"]
+    rows = pa.array(range(kernels.num_rows), type=pa.int64())
+    table = kernels.select([*keys, "profiled"]).append_column("_row", rows)
+    agg = table.group_by(keys).aggregate([("profiled", "max"), ("_row", "count")])
+    upgraded = agg.filter(pc.and_(pc.greater(agg.column("_row_count"), 1),
+                                  pc.fill_null(agg.column("profiled_max"), False)))
+    if upgraded.num_rows == 0:
+        return kernels
+    members = table.join(upgraded.select(keys), keys=keys, join_type="inner")
+    superseded = members.filter(pc.invert(pc.fill_null(members.column("profiled"), False)))
+    keep = pc.invert(pc.is_in(rows, value_set=superseded.column("_row")))
+    return kernels.filter(keep)
+
+
 def duplicate_kernel_problems(kernels: pa.Table) -> list[str]:
     """Kernels recorded more than once under the same (task_id, kernel_id)."""
     keys = ["task_id", "kernel_id"]

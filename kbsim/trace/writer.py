@@ -143,6 +143,7 @@ class TraceWriter:
         self._next_seq = {name: self._max_seq(name) + 1 for name in TABLE_DIRS}
         self._step_keys: set[tuple[str, str, int]] = set()
         self._kernel_keys: set[tuple[str, str]] = set()
+        self._kernel_rows: dict[tuple[str, str], dict[str, Any]] = {}
         if exists:
             steps = self._read_existing("steps", ["run_id", "task_id", "step"])
             self._step_keys = set(_key_tuples(steps))
@@ -241,11 +242,49 @@ class TraceWriter:
         for key in keys:
             keep.append(key not in self._kernel_keys)
             self._kernel_keys.add(key)
+        if not isinstance(rows, pa.Table):
+            # kept for update_kernel_profile (live runs append kernels one dict at a time)
+            for key, row, new in zip(keys, rows, keep, strict=True):
+                if new:
+                    self._kernel_rows[key] = dict(row)
         if not any(keep):
             return 0
         table = table.filter(pa.array(keep)) if not all(keep) else table
         self._enqueue("kernels", table)
         return table.num_rows
+
+    def update_kernel_profile(
+        self,
+        task_id: str,
+        kernel_id: str,
+        *,
+        hw_sig: Sequence[float],
+        profile9: Sequence[float | None] | None,
+        profiler: str,
+    ) -> bool:
+        """Record the profile of a kernel already written without one; False if it had one.
+
+        The kernel's row is appended again with `hw_sig`, `profile9`, `profiled=True` and
+        `profiler`; readers keep the profiled row (`checks.apply_profile_upgrades`), so a kill
+        between the two appends leaves the unprofiled row, never a duplicate.
+        """
+        self._check_open()
+        key = (task_id, kernel_id)
+        if key not in self._kernel_keys:
+            raise KeyError(f"kernel (task_id={task_id!r}, kernel_id={kernel_id!r}) is not in "
+                           "this dataset; append it before recording its profile")
+        row = self._kernel_rows.get(key)
+        if row is None:
+            on_disk = self.existing_kernels().to_pylist()
+            row = next((r for r in on_disk if (r["task_id"], r["kernel_id"]) == key), None)
+        if row is None or row.get("profiled"):
+            return False
+        upgraded = {**row, "hw_sig": list(hw_sig),
+                    "profile9": list(profile9) if profile9 is not None else None,
+                    "profiled": True, "profiler": profiler}
+        self._kernel_rows[key] = upgraded
+        self._enqueue("kernels", rows_to_table([upgraded], KERNELS_SCHEMA, "kernels"))
+        return True
 
     def _enqueue(self, table_name: str, table: pa.Table) -> None:
         self._pending[table_name].append(table)

@@ -191,3 +191,46 @@ def test_killed_run_resumes_to_the_uninterrupted_trace(tmp_path):
                    timeout=300)
     assert validate_trace(killed) == []
     assert decisions(killed).equals(decisions(whole))
+
+
+# -- profiling: the representatives the policy asks for, or every correct kernel ---------------
+
+class FakeProfiler:
+    """Stands in for Nsight Compute on CPU: a deterministic signature per kernel."""
+
+    name = "fake-ncu"
+    available = True
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def profile(self, task_name: str, code: str):
+        from live.evaluator import kernel_id
+        from live.profiler import ProfileResult
+
+        kid = kernel_id(code)
+        self.calls.append(kid)
+        level = int(kid[:4], 16) % 100
+        return ProfileResult(kid, task_name, profiled=True, profiler=self.name,
+                             hw_sig=(float(level), float(100 - level), 50.0),
+                             profile9=tuple(float(level) for _ in range(9)))
+
+
+@pytest.mark.parametrize("mode", ["reps", "all"])
+def test_profiles_are_recorded_once_per_kernel(tmp_path, evaluator, mode):
+    profiler = FakeProfiler()
+    config = RunConfig(out=str(tmp_path / "t"), tasks="add", policy="kernelband-v2:K=1",
+                       steps=6, device="cpu", profile=mode, in_flight=1)
+    LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=evaluator,
+               profiler=profiler).run()
+    assert validate_trace(tmp_path / "t") == []
+    kernels = load_trace(tmp_path / "t").kernels_df()
+    profiled = set(kernels[kernels["profiled"]]["kernel_id"])
+    assert len(profiler.calls) == len(set(profiler.calls)) == len(profiled) >= 1
+    correct = set(kernels[kernels["correct"]]["kernel_id"])
+    if mode == "all":
+        assert profiled == correct
+    else:
+        assert profiled < correct or len(correct) == 1
+    for row in kernels[kernels["profiled"]].to_dict("records"):
+        assert row["profiler"] == "fake-ncu" and len(row["hw_sig"]) == 3
