@@ -324,6 +324,9 @@ class TraceWriter:
                 continue
             merged = pa.concat_tables([pq.read_table(p.path) for p in live])
             merged = merged.cast(_SCHEMAS[name])
+            if name == "kernels":
+                # profiles recorded later settle into one row per kernel
+                merged = checks.apply_profile_upgrades(merged)
             first_seq, last_seq = live[0].first_seq, max(p.last_seq for p in live)
             # the merged file lands first; until the old parts are gone it supersedes them
             atomic_write_parquet(table_dir / part_name(first_seq, last_seq), merged)

@@ -43,3 +43,18 @@ def test_profile_of_a_kernel_written_before_a_resume(tmp_path: Path) -> None:
     assert validate_trace(tmp_path / "t") == []
     (row,) = [k for k in _kernels(tmp_path / "t") if k["kernel_id"] == "k1"]
     assert row["hw_sig"] == [5.0, 6.0, 7.0]
+
+
+def test_compaction_settles_profile_upgrades_into_one_row(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    with TraceWriter(tmp_path / "t", {"run_ids": ["r1"]}) as writer:
+        writer.append_kernel(kernel_row("k1"))
+        writer.append_step(step_row(0))
+        writer.update_kernel_profile("t1", "k1", hw_sig=[1.0, 2.0, 3.0], profile9=None,
+                                     profiler="ncu")
+        writer.compact()
+    parts = list((tmp_path / "t" / "kernels").glob("part-*.parquet"))
+    assert len(parts) == 1
+    assert pq.read_table(parts[0]).num_rows == 1
+    assert validate_trace(tmp_path / "t") == []
