@@ -52,6 +52,7 @@ def test_good_candidate_is_ok_with_cpu_timings(evaluator: Evaluator) -> None:
     assert result.registers is None  # no compiled kernel under the interpreter
     assert result.phi is not None and len(result.phi) == 5
     assert result.eval_latency_s is not None and result.worker_overhead_s is not None
+    assert result.worker_overhead_s < 1.0  # ~5 ms on an idle machine; loose for shared CI
     assert not result.worker_recycled
 
 
@@ -83,6 +84,18 @@ def test_bad_candidates_are_classified_and_evaluator_keeps_serving(
     assert result.status == status, result.error
     assert message in result.error
     assert not result.correct and result.ms is None
+    assert_still_serves(evaluator)
+
+
+def test_compile_phase_has_its_own_timeout(evaluator: Evaluator) -> None:
+    saved = evaluator.compile_timeout_s
+    evaluator.compile_timeout_s = 3.0
+    try:
+        result = evaluator.evaluate("vadd", source("vadd_slow_import"), seed=0)
+    finally:
+        evaluator.compile_timeout_s = saved
+    assert result.status == "timeout"
+    assert "compile exceeded 3 s" in result.error
     assert_still_serves(evaluator)
 
 

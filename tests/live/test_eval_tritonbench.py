@@ -1,0 +1,36 @@
+"""The evaluator on a TritonBench-G operator (call_style "returns", source_check) on CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from live.evaluator import Evaluator
+from live.evaluator.task_source import resolve_task
+
+MINI = Path(__file__).parent / "fixtures" / "tritonbench_mini"
+SPEC = f"tritonbench:{MINI}"
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Iterator[Evaluator]:
+    with Evaluator(SPEC, device="cpu", timeout_s=60, compile_timeout_s=60) as ev:
+        yield ev
+
+
+def test_gold_operator_is_ok_and_timed_against_gold(evaluator: Evaluator) -> None:
+    task = resolve_task(SPEC, "tritonbench/add")
+    result = evaluator.evaluate(task.name, task.k0, seed=0)
+    assert result.status == "ok", result.error
+    assert result.timing_backend == "cpu-interpreter" and result.ms > 0
+
+
+def test_wrong_operator_fails_its_own_test_code(evaluator: Evaluator) -> None:
+    task = resolve_task(SPEC, "tritonbench/add")
+    wrong = task.k0.replace("x + y, mask=mask", "x * y, mask=mask")
+    assert wrong != task.k0
+    result = evaluator.evaluate(task.name, wrong, seed=0)
+    assert result.status == "incorrect"
+    assert "output 0" in result.error or "source check" in result.error
