@@ -42,6 +42,10 @@ class EvalResult:
     says what the numbers are: ``cuda`` (CUDA events on a GPU) or ``cpu-interpreter``
     (wall clock under ``TRITON_INTERPRET=1``: never a GPU figure). Vectors hold NaN where a
     dimension is unknown (for instance compile metadata under the interpreter).
+
+    ``eval_latency_s`` runs from handing the candidate to a ready worker to its answer (waiting
+    for a fresh worker to start is not counted); ``worker_overhead_s`` is that latency minus
+    ``compile_s``, ``check_s`` and ``timing_s``: process hops, module loading, bookkeeping.
     """
 
     status: str

@@ -191,7 +191,8 @@ class CandidateRunner:
         else:
             check_shapes = [dict(s) for s in task.cpu_shapes]
             timed_shapes = [dict(s) for s in task.cpu_shapes]
-        # several seeds on every check shape; each perf shape once more (the timing inputs)
+        # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
+        # on the very inputs it is then timed with (big inputs dominate evaluation cost).
         plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
         if dev == "cuda":
             plan += [(s, seed) for s in timed_shapes]

@@ -42,7 +42,11 @@ def median(values: Sequence[float]) -> float:
 
 
 def robust_cv(values: Sequence[float]) -> float:
-    """1.4826 · MAD / median: a coefficient of variation that one preempted rep cannot inflate."""
+    """1.4826 · MAD / median: a coefficient of variation that one preempted rep cannot inflate.
+
+    NOTE (D11): ``timing_cv`` in records is this robust CV (duration-weighted over shapes), not
+    std/mean, which a single interrupted repetition can dominate.
+    """
     med = median(values)
     if med <= 0:
         return float("nan")
