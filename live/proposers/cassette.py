@@ -1,11 +1,12 @@
 """Record every LLM exchange to a JSONL file, and serve a recorded file back without a network.
 
 Each line is one exchange, keyed by ``sha256`` of the canonical JSON of (model, messages,
-temperature, sample_index), the numbers in the messages' prose masked (measurements differ
-between runs and machines; see `_stable_text`). Recording appends and flushes one line per
-exchange (a killed run loses at most the exchange in flight); failures are recorded too
-(``error``), so a replay reproduces the recorded run's proposals exactly: text, tokens, latency
-and errors. The API key is never part of a line (requests carry none).
+temperature, sample_index), where messages are the request's ``key_messages`` when set (the
+proposer's prompt rendered without the parent's measurements) and the numbers in their prose are
+masked (measurements differ between runs and machines; see `_stable_text`). Recording appends
+and flushes one line per exchange (a killed run loses at most the exchange in flight); failures
+are recorded too (``error``), so a replay reproduces the recorded run's proposals exactly: text,
+tokens, latency and errors. The API key is never part of a line (requests carry none).
 
 Replay never calls anything: a key that is not in the file raises ``CassetteMiss`` inside the
 client; the proposer turns it into status ``llm_error`` with the message (``on_miss="error"``,
@@ -73,7 +74,8 @@ def cassette_key(model: str, messages: Any, temperature: float, sample_index: in
 
 
 def request_key(request: ChatRequest) -> str:
-    return cassette_key(request.model, request.messages, request.temperature, request.sample_index)
+    messages = request.key_messages if request.key_messages is not None else request.messages
+    return cassette_key(request.model, messages, request.temperature, request.sample_index)
 
 
 def read_cassette(path: str | Path) -> dict[str, dict[str, Any]]:

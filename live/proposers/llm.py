@@ -34,6 +34,9 @@ class ChatRequest:
     sample_index: int
     seed: int = 0
     max_reply_tokens: int | None = None
+    #: what a cassette keys on instead of ``messages``, when set: the same prompt rendered
+    #: without the parent's measurements (see ``LLMProposer``); never sent
+    key_messages: tuple[dict[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -71,9 +71,15 @@ class LLMProposer:
             if reason is not None:
                 return Proposal(status="llm_error", code=None, error=reason, model=self.model,
                                 cost_usd=0.0)
+        # NOTE (D5): cassettes key on the prompt without the parent's measurements (runtime,
+        # profile and its verdict, compile metadata): they differ between machines and runs,
+        # and a recorded run must replay elsewhere; the parent's code and the strategy remain.
+        unmeasured = ParentInfo(kernel_id=parent.kernel_id, code=parent.code, ms=None,
+                                ref_ms=None)
         request = ChatRequest(
             model=self.model,
             messages=tuple(build_messages(task, parent, strategy, self.prompt_dir)),
+            key_messages=tuple(build_messages(task, unmeasured, strategy, self.prompt_dir)),
             temperature=self.temperature,
             sample_index=sample_index,
             seed=seed,

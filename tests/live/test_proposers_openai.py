@@ -215,3 +215,18 @@ def test_request_carries_model_temperature_and_the_prompt():
     assert "Vectorization" in user and "add_kernel" in user
     assert "DRAM throughput 88% of peak: memory-bound" in user
     assert json.dumps(request).find(SECRET) == -1
+
+
+def test_cassette_replays_on_other_hardware_but_not_for_other_code(acceptance_run):
+    """Measurements in the prompt (runtime, profile, registers) differ between machines; the
+    key ignores them (NOTE D5), but a different parent kernel is a different request."""
+    proposals, _, cassette, _, _, _ = acceptance_run
+    replayer = make_proposer("cassette", path=cassette)
+    elsewhere = parent_of(ADD_TASK, ms=0.73, ref_ms=2.5,
+                          profile={"sm_pct": 12.0, "dram_pct": 95.5, "l2_pct": 61.0},
+                          meta={"registers": 40, "shared_bytes": 2048, "num_warps": 8})
+    again = replayer.propose(ADD_TASK, elsewhere, "tiling", seed=7, sample_index=0)
+    assert again.status == "ok" and again.code == proposals[0].code
+    other_code = parent_of(ADD_TASK, code=ADD_K0.replace("num_warps=4", "num_warps=8"))
+    miss = replayer.propose(ADD_TASK, other_code, "tiling", seed=7, sample_index=0)
+    assert miss.status == "llm_error" and miss.error.startswith("cassette miss:")
