@@ -179,7 +179,10 @@ class CandidateRunner:
 
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, float], names: list[str]) -> dict[str, Any]:
-        task = self._task(request["task_spec"], request["task_name"])
+        try:
+            task = self._task(request["task_spec"], request["task_name"])
+        except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
+            raise Outcome("rejected", f"no such task: {type(exc).__name__}: {exc}") from None
         self._spec = request["task_spec"]
         seed = int(request["seed"])
         n_seeds = int(request.get("n_seeds", 3))

@@ -111,6 +111,13 @@ def test_missing_entry_is_compile_error(evaluator: Evaluator) -> None:
     assert "'vadd'" in result.error
 
 
+def test_unknown_task_is_rejected_without_recycling(evaluator: Evaluator) -> None:
+    before = evaluator.workers_started
+    result = evaluator.evaluate("no_such_task", source("vadd_good"), seed=0)
+    assert result.status == "rejected" and "no_such_task" in result.error
+    assert evaluator.workers_started == before
+
+
 def test_no_secret_reaches_the_worker(evaluator: Evaluator) -> None:
     assert os.environ["FAKE_API_KEY"]  # planted in the parent
     result = evaluator.evaluate("vadd", source("vadd_env"), seed=0)
