@@ -18,7 +18,9 @@ one shape, ``{"index": i}``; the candidate must match the gold outputs on it (``
 the perf script's ``call_op`` with the candidate's functions bound in), and ``task.source_check``
 runs the operator's own test code against the candidate and compares its ``result_gold`` with the
 gold code's (allclose, dtype tolerances). Byte and FLOP counts come from ``get_gbps`` and
-``get_tflops`` evaluated at a runtime of 1 ms.
+``get_tflops`` evaluated at a runtime of 1 ms. Inputs are made on the CPU by
+``get_input_tensors()`` under ``torch.manual_seed(seed)`` (in a forked RNG, so global state is
+untouched) and moved with ``.to(device)``; the script's ``to_cuda`` is not called.
 
 ``load_tritonbench(path)`` also runs every operator's gold-vs-gold check on this machine (GPU if
 available, else the CPU interpreter on the two smallest inputs) and returns the failures as
