@@ -125,3 +125,40 @@ def roofline_fraction(
         peaks = peaks.with_measured(measured)
     bound_ms = roofline_ms(task, shape, peaks)
     return None if bound_ms is None else bound_ms / ms
+
+
+def measure_ceilings(device: str = "cuda", copy_mib: int = 1024, matmul_n: int = 8192,
+                     repeats: int = 10) -> dict[str, float]:
+    """Measured ceilings of the current GPU, in ``GpuPeaks`` field names, for ``measured=``:
+    ``dram_gbps`` from a device-to-device copy (bytes read + written), and ``fp16_tflops`` /
+    ``bf16_tflops`` from an ``n x n x n`` matmul (median of ``repeats`` CUDA-event timings after
+    a warm-up). Needs a CUDA device; raises RuntimeError otherwise."""
+    import torch
+
+    if not device.startswith("cuda") or not torch.cuda.is_available():
+        raise RuntimeError("measure_ceilings needs a CUDA GPU.")
+
+    def median_ms(fn) -> float:
+        fn()
+        torch.cuda.synchronize(device)
+        times = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return sorted(times)[len(times) // 2]
+
+    n_bytes = copy_mib * 2**20
+    src = torch.empty(n_bytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    copy_ms = median_ms(lambda src=src, dst=dst: dst.copy_(src))
+    ceilings = {"dram_gbps": 2 * n_bytes / (copy_ms * 1e-3) / 1e9}
+    for dtype, key in ((torch.float16, "fp16_tflops"), (torch.bfloat16, "bf16_tflops")):
+        a = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
+        b = torch.randn(matmul_n, matmul_n, device=device, dtype=dtype)
+        matmul_ms = median_ms(lambda a=a, b=b: a @ b)
+        ceilings[key] = 2 * matmul_n**3 / (matmul_ms * 1e-3) / 1e12
+    return ceilings

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from live.hardware import GPU_PEAKS, gpu_peaks, lookup_gpu, roofline_fraction, roofline_ms
+from live.hardware import (
+    GPU_PEAKS,
+    gpu_peaks,
+    lookup_gpu,
+    measure_ceilings,
+    roofline_fraction,
+    roofline_ms,
+)
 from live.tasks.registry import builtin_task
 
 
@@ -71,3 +78,21 @@ def test_compute_bound_matmul_uses_its_dtype_peak() -> None:
     assert fp16_ms == pytest.approx(2 * 4096**3 / 989.4e12 * 1e3)
     slower = peaks.with_measured({"bf16_tflops": 494.7})
     assert roofline_ms(builtin_task("matmul_bf16"), shape, slower) == pytest.approx(2 * fp16_ms)
+
+
+def test_measuring_ceilings_needs_a_gpu() -> None:
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        measure_ceilings("cpu")
+
+
+@pytest.mark.gpu
+def test_measured_ceilings_are_below_the_datasheet() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    peaks = lookup_gpu(torch.cuda.get_device_name())
+    measured = measure_ceilings("cuda", copy_mib=256, matmul_n=4096, repeats=5)
+    assert set(measured) == {"dram_gbps", "fp16_tflops", "bf16_tflops"}
+    if peaks is not None:
+        assert 0.3 * peaks.dram_gbps < measured["dram_gbps"] < 1.05 * peaks.dram_gbps
+        assert 0.2 * peaks.bf16_tflops < measured["bf16_tflops"] < 1.05 * peaks.bf16_tflops
