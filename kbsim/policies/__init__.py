@@ -10,12 +10,21 @@ Additions to the API contract (nothing in it was changed):
 - `prepare(kind, fparams, iparams, state, pool, rng)`: the re-clustering / assignment / mask
   refresh that `select` runs first, exposed so the live runner can profile `representatives`
   before the arm is chosen.
+- `select_inline` / `update_inline` (in `kernels`): the same code inlined into `_nrt=False` hot
+  loops (benchmarks, replay inner loops); see `kernels` for why.
 - `new_state(..., target=None)`: hardware dim per strategy (needed only when n_strategies != 6).
 - `pool_add` returns -1 when the pool is full; `select` returns (-1, -1, -1, NaN) on an empty
   pool; `cluster` is -1 for policies without clusters (bon, greedy, random, ucb-flat, explore).
 """
 
-from kbsim.policies.kernels import prepare, representatives, select, update
+from kbsim.policies.kernels import (
+    prepare,
+    representatives,
+    select,
+    select_inline,
+    update,
+    update_inline,
+)
 from kbsim.policies.spec import POLICY_NAMES, PolicySpec, parse_policy
 from kbsim.policies.state import (
     PolicyState,
@@ -41,5 +50,7 @@ __all__ = [
     "prepare",
     "representatives",
     "select",
+    "select_inline",
     "update",
+    "update_inline",
 ]

@@ -21,7 +21,7 @@ def fastest(pool) -> int:
     return best
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def select_flat(kind, fparams, state, pool, rng):
     """bon: parent = pool[0] (the initial kernel), strategy uniform.
     greedy: parent = fastest member, strategy uniform.
@@ -55,7 +55,7 @@ def select_flat(kind, fparams, state, pool, rng):
     return -1, rand_int(rng, S), parent, 1.0 / (n * S)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def update_flat(kind, state, parent, strategy, reward) -> None:
     """ucb-flat: n += 1, mean += (r - mean) / n for the pulled (kernel, strategy)."""
     if kind == KIND_UCB_FLAT:

@@ -29,6 +29,7 @@ def _add_member(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
     state.size[c] += 1
+    state.pc_ok[c] = 0
     if state.rep[c] < 0:
         state.rep[c] = idx
         state.mask_dirty[0] = 1
@@ -87,6 +88,7 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     state.clustered[0] = 1
     state.last_cluster_t[0] = state.t[0]
     state.mask_dirty[0] = 1
+    state.pc_ok[:] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -126,6 +128,18 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
                 if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
                     state.mask[c, s] = 1
     state.mask_dirty[0] = pending
+    state.pc_ok[:] = 0  # signatures may have been filled in since: refresh the parent weights
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def prepare_due_v2(iparams, state, pool) -> bool:
+    """Whether `prepare_v2` has anything to do (cheap check on the hot path)."""
+    n = pool.n[0]
+    if state.n_seen[0] < n or state.mask_dirty[0] == 1:
+        return True
+    K = iparams[I_K]
+    due = state.clustered[0] == 0 or state.t[0] - state.last_cluster_t[0] >= iparams[I_TAU]
+    return n >= 2 * K and due
 
 
 @njit(cache=True, _nrt=False)
@@ -154,18 +168,17 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
         compute_mask_v2(fparams, iparams, state, pool)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _ucb_arm(fparams, state):
     K, S = state.mu.shape
-    log_t = math.log(state.t[0] + 1.0)
-    c = fparams[F_C]
+    cs = fparams[F_C] * math.sqrt(math.log(state.t[0] + 1.0))
     best = -np.inf
     bc = -1
     bs = -1
     for i in range(K):
         for s in range(S):
             if state.mask[i, s] == 1:
-                v = state.mu[i, s] + c * math.sqrt(log_t / state.cnt[i, s])
+                v = state.mu[i, s] + cs * state.isq[i, s]
                 if v > best:
                     best = v
                     bc = i
@@ -223,55 +236,70 @@ def _thompson_arm(state, rng):
 
 
 @njit(cache=True, _nrt=False)
+def refresh_parent_cache_v2(fparams, state, pool, c) -> None:
+    """Softmax weights of cluster c's members for each hardware dim, and its fastest member."""
+    m = state.size[c]
+    fast = state.members[c, 0]
+    for j in range(1, m):
+        k = state.members[c, j]
+        if pool.ms[k] < pool.ms[fast]:
+            fast = k
+    state.pc_fast[c] = fast
+    temp = fparams[F_TEMPERATURE]
+    for dim in range(3):
+        theta = fparams[F_THETA + dim]
+        top = -np.inf
+        signed = 0
+        for j in range(m):
+            h = pool.hw[state.members[c, j], dim]
+            score = 0.0
+            if h == h:
+                signed = 1
+                score = (theta - h) / temp
+            state.pc_w[c, dim, j] = score
+            if score > top:
+                top = score
+        state.pc_sig[c, dim] = signed
+        total = 0.0
+        if signed == 1:
+            for j in range(m):
+                w = math.exp(state.pc_w[c, dim, j] - top)
+                state.pc_w[c, dim, j] = w
+                total += w
+                state.pc_cum[c, dim, j] = total
+        state.pc_tot[c, dim] = total
+    state.pc_ok[c] = 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def choose_parent_v2(fparams, state, pool, c, s, rng):
     """Softmax over members of cluster c of (theta_sat - h(k)[target(s)]) / temperature;
     members without a signature score 0; no signature in the cluster: its fastest member.
-    Returns (parent pool index, its probability)."""
+    Returns (parent pool index, its probability). Weights are cached per cluster."""
     m = state.size[c]
     if m == 1:
         return state.members[c, 0], 1.0
+    if state.pc_ok[c] == 0:
+        refresh_parent_cache_v2(fparams, state, pool, c)
     dim = state.target[s]
-    theta = fparams[F_THETA + dim]
-    temp = fparams[F_TEMPERATURE]
-    score = state.sc_f
-    top = -np.inf
-    any_sig = False
-    for j in range(m):
-        h = pool.hw[state.members[c, j], dim]
-        if h == h:
-            any_sig = True
-            score[j] = (theta - h) / temp
-        else:
-            score[j] = 0.0
-        if score[j] > top:
-            top = score[j]
-    if not any_sig:
-        best = state.members[c, 0]
-        for j in range(1, m):
-            k = state.members[c, j]
-            if pool.ms[k] < pool.ms[best]:
-                best = k
-        return best, 1.0
-    total = 0.0
-    for j in range(m):
-        score[j] = math.exp(score[j] - top)
-        total += score[j]
+    if state.pc_sig[c, dim] == 0:
+        return state.pc_fast[c], 1.0
+    total = state.pc_tot[c, dim]
     u = rand_uniform(rng) * total
-    cum = 0.0
     pick = m - 1
     for j in range(m):
-        cum += score[j]
-        if u < cum:
+        if u < state.pc_cum[c, dim, j]:
             pick = j
             break
-    return state.members[c, pick], score[pick] / total
+    return state.members[c, pick], state.pc_w[c, dim, pick] / total
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def select_v2(kind, fparams, iparams, state, pool, rng):
     """prepare, arm by the kind's rule over open arms, parent by softmax; propensity of the
     (parent, strategy) pair = P(arm) * P(parent | arm) (NaN for Thompson)."""
-    prepare_v2(fparams, iparams, state, pool, rng)
+    if prepare_due_v2(iparams, state, pool):
+        prepare_v2(fparams, iparams, state, pool, rng)
     if kind == KIND_EPS_GREEDY:
         c, s, p_arm = _eps_arm(fparams, state, rng)
     elif kind == KIND_THOMPSON:
@@ -282,7 +310,7 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
     return c, s, parent, p_arm * p_parent
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def v2_reward(parent_ms, child_ms, success) -> float:
     """r = max(0, (T(parent) - T(child)) / T(parent)); failures (or unusable times) give 0."""
     if not success or not parent_ms > 0.0 or not child_ms == child_ms:
@@ -291,13 +319,14 @@ def v2_reward(parent_ms, child_ms, success) -> float:
     return r if r > 0.0 else 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def update_v2(kind, state, cluster, strategy, reward) -> None:
-    """N += 1; mu += (r - mu) / N (Thompson also: a += r, b += 1 - r)."""
-    state.cnt[cluster, strategy] += 1.0
-    state.mu[cluster, strategy] += (reward - state.mu[cluster, strategy]) / state.cnt[
-        cluster, strategy
-    ]
+    """N += 1; mu += (r - mu) / N; 1/sqrt(N) kept for the UCB index (Thompson also:
+    a += r, b += 1 - r)."""
+    n = state.cnt[cluster, strategy] + 1.0
+    state.cnt[cluster, strategy] = n
+    state.mu[cluster, strategy] += (reward - state.mu[cluster, strategy]) / n
+    state.isq[cluster, strategy] = 1.0 / math.sqrt(n)
     if kind == KIND_THOMPSON:
         state.beta_a[cluster, strategy] += reward
         state.beta_b[cluster, strategy] += 1.0 - reward

@@ -14,6 +14,16 @@ Per step the caller does::
 
 `cluster` is -1 for policies without clusters. `propensity` is the probability the policy gave
 this (parent, strategy) pair (NaN where not computable: Thompson sampling).
+
+Speed notes. Every kernel is compiled with ``_nrt=False`` (no reference counting, no allocation
+except in `representatives`): numba would otherwise incref/decref each of the ~50 arrays of the
+state and pool on every call, which costs microseconds. `select` / `update` are ordinary calls,
+safe from any compiled or Python caller (each call passes the state's arrays by value, ~0.1 us).
+`select_inline` / `update_inline` are the same code inlined by numba into the caller; use them in
+a hot loop compiled with ``@njit(_nrt=False)`` (inlined into a caller *with* NRT they bring the
+reference counting back, ~100x slower). The parent-softmax weights are cached per cluster: a
+member's `pool.hw` may be written before the member is first seen by `select` / `prepare`, or
+for the indices `representatives` returned; other later writes are not noticed.
 """
 
 from __future__ import annotations
@@ -59,10 +69,10 @@ def prepare(kind, fparams, iparams, state, pool, rng) -> None:
         prepare_v1(fparams, iparams, state, pool, rng)
 
 
-@njit(cache=True, _nrt=False)
-def select(kind, fparams, iparams, state, pool, rng):
-    """-> (cluster, strategy, parent pool index, propensity); (-1, -1, -1, NaN) on an empty
-    pool."""
+@njit(cache=True, _nrt=False, inline="always")
+def select_inline(kind, fparams, iparams, state, pool, rng):
+    """`select`, inlined into the caller by numba. Use it only inside functions compiled with
+    ``_nrt=False`` (see the module docstring); elsewhere call `select`."""
     if pool.n[0] == 0:
         return -1, -1, -1, np.nan
     if _is_v2_family(kind):
@@ -72,13 +82,10 @@ def select(kind, fparams, iparams, state, pool, rng):
     return select_flat(kind, fparams, state, pool, rng)
 
 
-@njit(cache=True, _nrt=False)
-def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
-           success) -> float:
-    """Compute the policy's reward for the outcome and update its statistics; returns reward.
-
-    v2 family and baselines: r = max(0, (T_p - T_c) / T_p), failure 0. v1: r = 1 - T_c / T_p,
-    failure -1. Call before adding a correct child to the pool."""
+@njit(cache=True, _nrt=False, inline="always")
+def update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+                  success) -> float:
+    """`update`, inlined into the caller by numba (only inside ``_nrt=False`` functions)."""
     parent_ms = pool.ms[parent]
     if kind == KIND_V1:
         reward = v1_reward(parent_ms, child_ms, success)
@@ -92,6 +99,24 @@ def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child
             update_flat(kind, state, parent, strategy, reward)
     state.t[0] += 1
     return reward
+
+
+@njit(cache=True, _nrt=False)
+def select(kind, fparams, iparams, state, pool, rng):
+    """-> (cluster, strategy, parent pool index, propensity); (-1, -1, -1, NaN) on an empty
+    pool. May re-cluster / assign new members / refresh the mask first (`prepare`)."""
+    return select_inline(kind, fparams, iparams, state, pool, rng)
+
+
+@njit(cache=True, _nrt=False)
+def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+           success) -> float:
+    """Compute the policy's reward for the outcome and update its statistics; returns reward.
+
+    v2 family and baselines: r = max(0, (T_p - T_c) / T_p), failure 0. v1: r = 1 - T_c / T_p,
+    failure -1. Call before adding a correct child to the pool."""
+    return update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                         child_ms, success)
 
 
 @njit(cache=True)

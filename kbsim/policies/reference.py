@@ -274,8 +274,8 @@ def choose_arm_ref(spec: PolicySpec, state: PolicyState, rng: np.ndarray):
         for i, s in _open_arms(state):
             draws[i, s] = py_rand_beta(rng, state.beta_a[i, s], state.beta_b[i, s])
         return (*_argmax_arm(draws, state), math.nan)
-    log_t = math.log(state.t[0] + 1.0)
-    ucb = state.mu + spec.params["c"] * np.sqrt(log_t / state.cnt)
+    # c * sqrt(ln t / N) computed as (c * sqrt(ln t)) * (1 / sqrt(N)), 1 / sqrt(N) kept per arm
+    ucb = state.mu + (spec.params["c"] * math.sqrt(math.log(state.t[0] + 1.0))) * state.isq
     return (*_argmax_arm(ucb, state), 1.0)
 
 
@@ -337,6 +337,7 @@ def update_ref(spec: PolicySpec, state: PolicyState, pool: Pool, cluster: int, s
             arm = (cluster, strategy)
             state.cnt[arm] += 1.0
             state.mu[arm] += (reward - state.mu[arm]) / state.cnt[arm]
+            state.isq[arm] = 1.0 / math.sqrt(state.cnt[arm])
             if spec.kind == KIND_THOMPSON:
                 state.beta_a[arm] += reward
                 state.beta_b[arm] += 1.0 - reward

@@ -190,7 +190,7 @@ def parse_policy(text: str) -> PolicySpec:
         if not eq or not key or not value:
             raise ValueError(
                 f"bad parameter {pair!r} in policy spec {text!r}; expected key=value pairs "
-                f"separated by commas, e.g. kernelband-v2:K=5,c=1.0"
+                f"separated by commas, such as kernelband-v2:K=5,c=1.0"
             )
         if key not in accepted:
             listing = ", ".join(accepted) if accepted else "none"

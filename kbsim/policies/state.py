@@ -88,6 +88,7 @@ class PolicyState(NamedTuple):
     # arm statistics over (cluster, strategy)
     mu: np.ndarray  # (K, S) float64, mean reward (v2 family init 0.5; v1 init 0)
     cnt: np.ndarray  # (K, S) float64, pulls N (v2 family init 1; v1 init 0)
+    isq: np.ndarray  # (K, S) float64, 1 / sqrt(N) (v2 family)
     mask: np.ndarray  # (K, S) int64, 1 = arm open
     beta_a: np.ndarray  # (K, S) float64, thompson Beta posterior (size 0 otherwise)
     beta_b: np.ndarray
@@ -124,6 +125,13 @@ class PolicyState(NamedTuple):
     sc_cnt: np.ndarray  # (K,) float64
     sc_x: np.ndarray  # (10,) float64
     sc_k: np.ndarray  # (3K,) int64
+    # v2 parent-softmax cache per (cluster, hardware dim); pc_ok[c] = 0 -> recompute cluster c
+    pc_w: np.ndarray  # (K, 3, max_pool) float64, softmax weights exp(score - max) per member
+    pc_cum: np.ndarray  # (K, 3, max_pool) float64, their running sums
+    pc_tot: np.ndarray  # (K, 3) float64, total weight
+    pc_sig: np.ndarray  # (K, 3) int64, 1 = some member has a signature in that dim
+    pc_fast: np.ndarray  # (K,) int64, fastest member
+    pc_ok: np.ndarray  # (K,) int64
 
 
 def new_state(
@@ -168,6 +176,7 @@ def new_state(
         target=target.copy(),
         mu=mu,
         cnt=cnt,
+        isq=1.0 / np.sqrt(np.maximum(cnt, 1.0)),
         mask=np.zeros((K, S), dtype=np.int64),
         beta_a=np.full((K if th else 0, S), float(spec.fparams[F_PRIOR_A])),
         beta_b=np.full((K if th else 0, S), float(spec.fparams[F_PRIOR_B])),
@@ -200,6 +209,12 @@ def new_state(
         sc_cnt=np.zeros(K),
         sc_x=np.zeros(V1_FEAT),
         sc_k=np.zeros(3 * K, dtype=np.int64),
+        pc_w=np.zeros((K if v2 else 0, HW_DIM, P if v2 else 0)),
+        pc_cum=np.zeros((K if v2 else 0, HW_DIM, P if v2 else 0)),
+        pc_tot=np.zeros((K if v2 else 0, HW_DIM)),
+        pc_sig=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
+        pc_fast=np.zeros(K if v2 else 0, dtype=np.int64),
+        pc_ok=np.zeros(K if v2 else 0, dtype=np.int64),
     )
 
 
