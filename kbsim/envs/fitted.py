@@ -51,7 +51,7 @@ def build_fitted(
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fitted_neighbours(env, task: int, phi: np.ndarray, member: int, scratch) -> None:
     """Fill scratch.nbr[member] / nbr_n[member] with the k nearest recorded parents per strategy."""
     k_lo, k_hi = env.task_kstart[task], env.task_kstart[task + 1]
@@ -78,7 +78,7 @@ def fitted_neighbours(env, task: int, phi: np.ndarray, member: int, scratch) -> 
         scratch.nbr_n[member, s] = count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fitted_arm_mean(env, scratch, member: int, s: int) -> float:
     count = scratch.nbr_n[member, s]
     if count == 0:
@@ -89,7 +89,7 @@ def fitted_arm_mean(env, scratch, member: int, s: int) -> float:
     return total / count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fitted_pick(env, scratch, member: int, s: int, rng: np.ndarray) -> int:
     """Outcome row drawn from the model for (pool member, strategy), -1 if there is no data."""
     count = scratch.nbr_n[member, s]
@@ -101,7 +101,7 @@ def fitted_pick(env, scratch, member: int, s: int, rng: np.ndarray) -> int:
     return lo + rand_int(rng, hi - lo)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rescale_features(phi: np.ndarray, rt6: np.ndarray, child_ms: float) -> None:
     phi[0] = math.log1p(child_ms)
     rt6[0] = math.log(child_ms)

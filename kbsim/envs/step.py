@@ -28,7 +28,7 @@ from kbsim.policies.state import pool_add
 from kbsim.strategies import N_STRATEGIES
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_init(kind, env, task, pool, scratch, n_init) -> float:
     """Add the task's n_init initial kernels (k0 first); returns k0's runtime in ms."""
     scratch.hw[:] = np.nan
@@ -49,7 +49,7 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
     return env.k_ms[row]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
     phi = pool.phi[idx]
@@ -69,14 +69,14 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _copy_recorded(env, row, scratch) -> None:
     scratch.child_phi[:] = env.k_phi[row]
     scratch.child_prof9[:] = env.k_prof9[row]
     scratch.child_rt6[:] = env.k_rt6[row]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_step(kind, env, task, pool, scratch, parent, s, rng):
     """One attempt -> (status, child_ms, child_key, tokens, cost_usd); see the module doc."""
     if kind == SYNTHETIC:
@@ -119,7 +119,7 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     return 1, child_ms, child, tokens, cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_reveal_hw(kind, env, task, pool, idx) -> None:
     """Write the hardware signature of pool member idx (NaN if the data never profiled it)."""
     if kind == SYNTHETIC:

@@ -240,12 +240,12 @@ def build_synthetic(spec: SyntheticSpec | str) -> Env:
 # ------------------------------------------------------------------------------ compiled part
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _std_normal_cdf(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pos_part_mean(mu: float, sd: float) -> float:
     """E[max(0, X)] for X ~ N(mu, sd^2)."""
     if sd <= 0.0:
@@ -254,13 +254,13 @@ def _pos_part_mean(mu: float, sd: float) -> float:
     return mu * _std_normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clip_normal_mean(mu: float, sd: float, hi: float) -> float:
     """E[clip(X, 0, hi)] for X ~ N(mu, sd^2)."""
     return _pos_part_mean(mu, sd) - _pos_part_mean(mu - hi, sd)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def syn_improvement(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     """m(x, j, s) = max(0, b[j, s] - L ||x - c_j||)."""
     d2 = 0.0
@@ -270,7 +270,7 @@ def syn_improvement(env, task: int, label: int, phi: np.ndarray, s: int) -> floa
     return max(0.0, env.syn_base[task, label, s] - env.fparams[F_L] * math.sqrt(d2))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     """Exact mean v2 reward of strategy s on the kernel (phi, cluster label)."""
     m = syn_improvement(env, task, label, phi, s)
@@ -278,13 +278,13 @@ def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def syn_hw(env, task: int, label: int, out_hw: np.ndarray) -> None:
     for d in range(3):
         out_hw[d] = env.syn_hw[task, label, d]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def syn_features(
     env, task: int, label: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray,
     out_rt6: np.ndarray,
@@ -307,7 +307,7 @@ def syn_features(
         out_rt6[d] = phi[(d - 1) % dim]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def syn_step(
     env, task: int, label: int, parent_phi: np.ndarray, parent_ms: float, s: int,
     rng: np.ndarray, out_phi: np.ndarray,

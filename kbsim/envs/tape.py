@@ -61,7 +61,7 @@ def build_tape(
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tape_arm_mean(env, key: int, s: int) -> float:
     """Mean recorded v2 reward of (kernel row `key`, strategy s), or of its `nearest` stand-in."""
     mean = env.tape_mean[key, s]
@@ -72,7 +72,7 @@ def tape_arm_mean(env, key: int, s: int) -> float:
     return mean
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tape_pick(env, task: int, key: int, s: int, cursor: np.ndarray, rng: np.ndarray):
     """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s."""
     k_local = key - env.task_kstart[task]

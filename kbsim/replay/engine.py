@@ -7,6 +7,8 @@ One episode (the same loop the live runner runs, step by step)::
         prepare(policy)                        # re-cluster when due, refresh the mask
         for r in representatives(policy):      # "profile" representatives lacking hw
             pool.hw[r] <- env signature of r
+        # (these two only for policies that profile, the v2 family: for the others
+        #  representatives is empty by contract and select runs prepare itself)
         cluster, s, parent, _ = select(policy, rng=policy_rng(seed, task))
         outcome <- env.step(parent, s, rng=env_rng(seed, task))
         reward <- update(policy, cluster, s, parent, child_ms, success)
@@ -99,7 +101,7 @@ def new_outputs(n_episodes: int, steps: int, per_step: bool = True) -> tuple[Ste
 
 @njit(cache=True)
 def run_episode(
-    pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, scratch,
+    pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
     prng, erng, steps, e, out, ep_out,
 ) -> None:
     """Run one episode in place (state, pool, scratch already reset) and record row e."""
@@ -120,10 +122,11 @@ def run_episode(
     cost = 0.0
     steps_run = steps
     for t in range(steps):
-        prepare(pkind, fparams, iparams, state, pool, prng)
-        reps = representatives(pkind, state, pool)
-        for r in reps:
-            env_reveal_hw(ekind, env, task, pool, r)
+        if profiles:
+            prepare(pkind, fparams, iparams, state, pool, prng)
+            reps = representatives(pkind, state, pool)
+            for r in reps:
+                env_reveal_hw(ekind, env, task, pool, r)
         cluster, s, parent, _ = select(pkind, fparams, iparams, state, pool, prng)
         status, child_ms, child_key, tok, c = env_step(ekind, env, task, pool, scratch, parent,
                                                         s, erng)
@@ -176,7 +179,7 @@ def run_episode(
 @njit(cache=True, parallel=True)
 def run_chunk(
     pkind, fparams, iparams, template, states, pools, scratches,
-    ekind, env, grows, ep_task, ep_n_init, ep_prng, ep_erng, steps, out, ep_out,
+    ekind, env, grows, profiles, ep_task, ep_n_init, ep_prng, ep_erng, steps, out, ep_out,
 ) -> None:
     """Run every episode of a chunk; worker w takes episodes w, w + W, ... (W = len(states)).
 
@@ -197,4 +200,5 @@ def run_chunk(
             prng[:] = ep_prng[e]
             erng[:] = ep_erng[e]
             run_episode(pkind, fparams, iparams, state, pool, ekind, env, ep_task[e],
-                        ep_n_init[e], grows, scratch, prng, erng, steps, e, out, ep_out)
+                        ep_n_init[e], grows, profiles, scratch, prng, erng, steps, e, out,
+                        ep_out)

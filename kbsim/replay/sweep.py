@@ -31,7 +31,7 @@ from numba.typed import List
 from tqdm import tqdm
 
 from kbsim.envs.data import Env, new_scratch
-from kbsim.policies.spec import PolicySpec, parse_policy
+from kbsim.policies.spec import PolicySpec, is_v2_family, parse_policy
 from kbsim.policies.state import new_pool, new_state
 from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs, run_chunk
 from kbsim.replay.seeding import env_rng, policy_rng
@@ -152,6 +152,40 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> tuple:
+    """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
+    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
+    max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
+    template = new_state(spec, max_pool)
+    states = List([new_state(spec, max_pool) for _ in range(n_workers)])
+    pools = List([new_pool(max_pool) for _ in range(n_workers)])
+    scratches = List([new_scratch(env.data, max_pool) for _ in range(n_workers)])
+    return template, states, pools, scratches
+
+
+def run_chunk_rows(
+    spec: PolicySpec, env: Env, ep_task: np.ndarray, ep_seed: np.ndarray, prng: np.ndarray,
+    erng: np.ndarray, n_init: np.ndarray, steps: int, horizons: Sequence[int], *,
+    want_table: bool = True, workspace: tuple | None = None,
+) -> tuple[pd.DataFrame, pa.Table | None]:
+    """Run one chunk of episodes (row e: task ep_task[e], seed ep_seed[e], RNG states prng[e]
+    and erng[e]) with the compiled engine; its summary rows and, with want_table, its
+    per-step RESULTS_SCHEMA rows. Pure: the same inputs give the same rows on any machine
+    (the Ray backend, kbsim.replay.ray_backend, runs chunks through this too)."""
+    if workspace is None:
+        workspace = new_workspace(spec, env, steps, numba.get_num_threads())
+    template, states, pools, scratches = workspace
+    policy = str(spec)
+    step_out, ep_out = new_outputs(len(ep_task), steps)
+    run_chunk(spec.kind, spec.fparams, spec.iparams, template, states, pools,
+              scratches, env.kind, env.data, env.grows, is_v2_family(spec.kind),
+              ep_task, n_init, prng, erng, steps, step_out, ep_out)
+    summary = _summary_rows(policy, env, ep_task, ep_seed, step_out, ep_out, horizons, steps)
+    table = (_step_table(policy, env, ep_task, ep_seed, step_out, ep_out.steps_run)
+             if want_table else None)
+    return summary, table
+
+
 def run_sweep(
     policies: Sequence[str | PolicySpec],
     envs: Env | Sequence[Env],
@@ -221,30 +255,18 @@ def run_sweep(
     tables: list[pa.Table] = []
     bar = tqdm(total=total_chunks, unit="chunk", disable=not progress, desc="replay")
     part = 0
+    want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
     for spec in specs:
-        policy = str(spec)
         for env, ep_task, ep_seed, prng, erng, n_init in plans:
-            max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
-            template = new_state(spec, max_pool)
-            states = List([new_state(spec, max_pool) for _ in range(n_workers)])
-            pools = List([new_pool(max_pool) for _ in range(n_workers)])
-            scratches = List([new_scratch(env.data, max_pool) for _ in range(n_workers)])
+            workspace = new_workspace(spec, env, steps, n_workers)
             for lo in range(0, len(ep_task), chunk_episodes):
                 hi = min(lo + chunk_episodes, len(ep_task))
-                step_out, ep_out = new_outputs(hi - lo, steps)
-                run_chunk(spec.kind, spec.fparams, spec.iparams, template, states, pools,
-                          scratches, env.kind, env.data, env.grows, ep_task[lo:hi],
-                          n_init[lo:hi], prng[lo:hi], erng[lo:hi], steps, step_out, ep_out)
-                summaries.append(
-                    _summary_rows(policy, env, ep_task[lo:hi], ep_seed[lo:hi], step_out, ep_out,
-                                  horizons, steps)
+                chunk_summary, table = run_chunk_rows(
+                    spec, env, ep_task[lo:hi], ep_seed[lo:hi], prng[lo:hi], erng[lo:hi],
+                    n_init[lo:hi], steps, horizons, want_table=want_table, workspace=workspace,
                 )
-                want_table = (out_dir is not None and write_steps) or (
-                    out_dir is None and keep_steps
-                )
-                if want_table:
-                    table = _step_table(policy, env, ep_task[lo:hi], ep_seed[lo:hi], step_out,
-                                        ep_out.steps_run)
+                summaries.append(chunk_summary)
+                if table is not None:
                     if out_dir is not None:
                         _write_atomic(table, out_dir / f"part-{part:06d}.parquet")
                     else:
