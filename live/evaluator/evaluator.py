@@ -22,6 +22,7 @@ from typing import Any
 from live.evaluator.hashing import kernel_id
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec
 from live.evaluator.timing import TimingConfig
 
@@ -52,6 +53,9 @@ class Evaluator:
         n_seeds: random input sets per check shape.
         timing: repetition policy; defaults in `TimingConfig`.
         startup_timeout_s: limit for a worker to import torch and triton.
+        static_check: refuse suspicious source before it runs (status ``rejected``; see
+            `live.evaluator.static_check`); off by default so the kernel lab judges anything,
+            on in the live runner, whose candidates are untrusted LLM output.
     """
 
     def __init__(
@@ -66,6 +70,7 @@ class Evaluator:
         n_seeds: int = 3,
         timing: TimingConfig | None = None,
         startup_timeout_s: float = 300.0,
+        static_check: bool = False,
     ):
         if workers < 1:
             raise ValueError("workers must be >= 1")
@@ -79,6 +84,7 @@ class Evaluator:
         self.n_seeds = n_seeds
         self.timing = timing or TimingConfig()
         self.startup_timeout_s = startup_timeout_s
+        self.static_check = static_check
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
@@ -127,6 +133,10 @@ class Evaluator:
             raise RuntimeError("evaluator is closed")
         started = time.perf_counter()
         kid = kernel_id(code)
+        problem = static_check(code) if self.static_check else None
+        if problem is not None:
+            return failure("rejected", kid, task_name, problem,
+                           eval_latency_s=time.perf_counter() - started)
         worker = self._idle.get()
         healthy = False
         try:

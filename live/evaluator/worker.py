@@ -72,6 +72,9 @@ def main() -> None:
 
     runner = CandidateRunner(device=device, info=info)
     home = Path(tempfile.mkdtemp(prefix="kb-worker-"))
+    from live.evaluator.guard import install as install_guard
+
+    install_guard(home)  # candidates' own code: no network, processes or writes outside cwd
     write_frame(proto_out, ("ready", info))
     while True:
         request = read_frame_fd(proto_in.fileno())

@@ -93,7 +93,7 @@ class LiveRunner:
         workers = 1
         self.evaluator = evaluator or Evaluator(
             config.tasks, device=config.device, workers=workers,
-            timeout_s=config.eval_timeout_s,
+            timeout_s=config.eval_timeout_s, static_check=True,
         )
         on_gpu = self.evaluator.device == "cuda"
         # GPU: one lock for timing and profiling; CPU (interpreter): no timing worth guarding,
