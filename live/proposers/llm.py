@@ -10,6 +10,7 @@ timeouts and connection errors with exponential backoff and jitter drawn from a 
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import time
 from collections.abc import Callable
@@ -52,6 +53,10 @@ class ChatReply:
     finish_reason: str | None = None
     #: one entry per failed attempt: "429 (waited 1.00 s)", "timeout (waited 0.52 s)", ...
     history: tuple[str, ...] = field(default_factory=tuple)
+
+
+class MalformedReply(Exception):
+    """A 2xx reply whose body is not a chat completion (truncated, HTML, plain text)."""
 
 
 class ChatClient(Protocol):
@@ -124,6 +129,9 @@ class OpenAIChatClient:
     def _classify(self, exc: Exception) -> tuple[bool, str, float | None]:
         """(retryable, short description, server-requested wait in s)."""
         oa = self._openai
+        # a 200 whose body is cut short or not JSON (a proxy's error page) is transient
+        if isinstance(exc, (MalformedReply, json.JSONDecodeError, oa.APIResponseValidationError)):
+            return True, f"malformed reply: {exc}", None
         if isinstance(exc, oa.APITimeoutError):
             return True, f"timeout after {self.config.timeout_s:g} s", None
         if isinstance(exc, oa.APIConnectionError):
@@ -152,6 +160,8 @@ class OpenAIChatClient:
         for attempt in range(cfg.max_retries + 1):
             try:
                 response = self._client.chat.completions.create(**kwargs)
+                if not hasattr(response, "choices"):  # the SDK hands back non-JSON bodies as text
+                    raise MalformedReply(f"not a chat completion: {str(response)[:80]!r}")
             except Exception as exc:  # every failure becomes a value below
                 retryable, what, server_wait = self._classify(exc)
                 what = _redact(what, self._key)
