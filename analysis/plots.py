@@ -87,7 +87,10 @@ def slopes_figure(slopes: pd.DataFrame) -> Figure:
     ax.set_yticks(y, [_label(p, e) for p, e in zip(slopes["policy"], slopes["env"], strict=True)])
     ax.set_xlabel("log-log slope of R(t) on [t_max/10, t_max] (95 % bootstrap CI)")
     ax.set_title("Regret growth exponent")
-    ax.legend(fontsize=8)
+    ax.set_xlim(min(0.0, float(np.nanmin(slopes["ci_low"])) - 0.05),
+                max(1.1, float(np.nanmax(slopes["ci_high"])) + 0.05))
+    ax.set_ylim(-0.6, len(slopes) - 0.4)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.grid(True, axis="x", alpha=0.3)
     return fig
 

@@ -74,6 +74,21 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
 ]
 
 
+#: figure name -> caption
+CAPTIONS: dict[str, str] = {
+    "regret": "Cumulative pseudo-regret per policy (log-log), with v1's bound dashed.",
+    "regret_normalised": "Regret divided by √(t ln t) (left) and by ln t (right).",
+    "regret_slopes": "Fitted log-log slope of R(t) per policy, with its 95 % bootstrap interval.",
+    "pool": "Regret at fixed T against pool size n, with the fitted power law n^β per policy.",
+    "speedup": "Best speedup so far against attempts and against API cost.",
+    "strategies": "Per-strategy success rate and share of best kernels.",
+    "lipschitz": "Per-strategy Lipschitz estimates in z-scored φ-space.",
+    "covering": "Covering numbers N(ε) per task; filled markers were used in the fit.",
+    "cluster_validity": "Reward variance explained by clusters (left) and φ silhouette "
+                        "(right) against K.",
+}
+
+
 def _img(png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
@@ -140,7 +155,7 @@ def render_report(analysis: Analysis, *, title: str | None = None) -> str:
         body = [f"<section id='{key}'><h2>{html.escape(heading)}</h2>",
                 f"<div class='howto'><b>How to read this:</b> {howto}</div>",
                 _verdict(key, analysis.tables)]
-        body += [_img(analysis.figures[f], f"{heading}: {f.replace('_', ' ')}") for f in figs]
+        body += [_img(analysis.figures[f], CAPTIONS.get(f, f.replace("_", " "))) for f in figs]
         for t in tabs:
             body.append(f"<h3>{html.escape(t.replace('_', ' '))}</h3>{_table(analysis.tables[t])}")
         body.append("</section>")
