@@ -101,25 +101,29 @@ def plan_chunks(specs: Sequence[PolicySpec], plans: Sequence[EpisodePlan],
 
 
 def _writable_env(env: Env) -> Env:
-    """`env` with its arrays copied: arrays from Ray's object store are read-only, and numba
-    types a read-only array differently (another compilation, and no in-place use)."""
+    """`env` with its arrays copied out of Ray's (read-only) object store."""
     data = EnvData(*(np.array(a, copy=True) for a in env.data))
     return env._replace(data=data)
 
 
-def _chunk_task(spec: PolicySpec, env: Env, ep_task: np.ndarray, ep_seed: np.ndarray,
+def _chunk_task(spec_text: str, env: Env, ep_task: np.ndarray, ep_seed: np.ndarray,
                 prng: np.ndarray, erng: np.ndarray, n_init: np.ndarray, steps: int,
                 horizons: list[int], want_table: bool,
                 threads: int) -> tuple[pd.DataFrame, pa.Table | None]:
-    """Body of the Ray task: run one chunk with the numba engine on `threads` threads."""
+    """Body of the Ray task: run one chunk with the numba engine on `threads` threads.
+
+    Every array is copied first: Ray hands arrays out of its object store read-only, and numba
+    types a read-only array differently (a fresh compilation of the whole engine); for the same
+    reason the policy travels as its canonical text (``parse_policy(str(spec)) == spec``)."""
     import numba
 
+    from kbsim.policies.spec import parse_policy
     from kbsim.replay.sweep import run_chunk_rows
 
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    return run_chunk_rows(spec, _writable_env(env), np.array(ep_task), np.array(ep_seed),
-                          np.array(prng), np.array(erng), np.array(n_init), steps, horizons,
-                          want_table=want_table)
+    return run_chunk_rows(parse_policy(spec_text), _writable_env(env), np.array(ep_task),
+                          np.array(ep_seed), np.array(prng), np.array(erng), np.array(n_init),
+                          steps, horizons, want_table=want_table)
 
 
 def connect(address: str | None = None, **init_kwargs: Any) -> None:
@@ -210,7 +214,7 @@ def run_sweep_ray(
     def submit(job: ChunkJob) -> None:
         plan = plans[job.env_index]
         part = slice(job.lo, job.hi)
-        ref = remote.remote(job.spec, env_refs[job.env_index], plan.ep_task[part],
+        ref = remote.remote(str(job.spec), env_refs[job.env_index], plan.ep_task[part],
                             plan.ep_seed[part], plan.prng[part], plan.erng[part],
                             plan.n_init[part], steps, horizon_list, want_table, cpus_per_chunk)
         pending[ref] = job

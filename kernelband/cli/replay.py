@@ -44,6 +44,13 @@ def _fail(message: str) -> None:
               help="With --out: write only _summary.parquet, not the per-step rows.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar over chunks (stderr).")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="local: numba threads on this machine; ray: chunks as Ray tasks on a cluster "
+                   "(needs kernelband[ray]).")
+@click.option("--address", default=None,
+              help="With --backend ray: the cluster to join (`auto` or HOST:PORT; default: a "
+                   "local Ray instance).")
 def replay(
     traces: tuple[Path, ...],
     synthetic_spec: str | None,
@@ -59,6 +66,8 @@ def replay(
     out: Path | None,
     summary_only: bool,
     progress: bool,
+    backend: str,
+    address: str | None,
 ) -> None:
     """Replay bandit policies against a trace (tape, fitted) or a synthetic instance.
 
@@ -71,16 +80,19 @@ def replay(
         kernelband replay --trace traces/explore --policy kernelband-v2 --policy greedy --seeds 100 --steps 40 --env tape --out out/
         kernelband replay --synthetic default,tasks=5 --preset paper-ablation --seeds 100 --out ablation/
         kernelband replay --synthetic fixed-pool,pool=1000 --policy kernelband-v2 --policy ucb-flat --steps 200
+        kernelband replay --synthetic default,tasks=183 --preset paper-ablation --seeds 1000 --backend ray --address auto --out ablation/
     """
+    if address is not None and backend != "ray":
+        _fail("--address needs --backend ray.")
     try:
         _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on_exhaust, knn,
-                tasks, threads, out, summary_only, progress)
+                tasks, threads, out, summary_only, progress, backend, address)
     except (ValueError, FileNotFoundError, NotADirectoryError) as err:
         _fail(str(err).rstrip(".") + ".")
 
 
 def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on_exhaust, knn,
-            tasks, threads, out, summary_only, progress) -> None:
+            tasks, threads, out, summary_only, progress, backend="local", address=None) -> None:
     from kbsim.policies.spec import parse_policy
     from kbsim.replay.presets import get_preset
 
@@ -141,9 +153,23 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
     from kbsim.replay.summary import format_table, summarize
     from kbsim.replay.sweep import run_sweep
 
-    result = run_sweep(specs, env, seeds, steps, out=out, horizons=horizons,
-                       write_steps=not summary_only, keep_steps=False, threads=threads,
-                       progress=progress)
+    if backend == "ray":
+        if threads is not None:
+            raise ValueError("--threads is for --backend local; Ray chunks use one CPU each")
+        try:
+            from kbsim.replay.ray_backend import run_sweep_ray
+        except ImportError as err:
+            raise ValueError(
+                f"--backend ray needs Ray ({err}); pip install 'kernelband[ray]'"
+            ) from None
+
+        result = run_sweep_ray(specs, env, seeds, steps, out=out, horizons=horizons,
+                               write_steps=not summary_only, keep_steps=False,
+                               address=address, progress=progress)
+    else:
+        result = run_sweep(specs, env, seeds, steps, out=out, horizons=horizons,
+                           write_steps=not summary_only, keep_steps=False, threads=threads,
+                           progress=progress)
     click.echo(format_table(summarize(result.summary)))
     if out is not None:
         click.echo(f"results written to {out}")

@@ -1,0 +1,131 @@
+"""The replay sweep on Ray (issue 8): equal to the local backend's, chunk by chunk, and a chunk
+whose worker process is killed mid-run is retried with an unchanged result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pandas as pd
+import psutil
+import pyarrow.dataset as ds
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from kbsim.envs.synthetic import build_synthetic  # noqa: E402
+from kbsim.policies.spec import parse_policy  # noqa: E402
+from kbsim.replay.ray_backend import plan_chunks, plan_episodes, run_sweep_ray  # noqa: E402
+from kbsim.replay.sweep import run_sweep  # noqa: E402
+
+POLICIES = ["kernelband-v2", "greedy", "kernelband-v1"]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def env():
+    return build_synthetic("default,tasks=3")
+
+
+def _rows(path) -> pd.DataFrame:
+    frame = ds.dataset(str(path), format="parquet").to_table().to_pandas()
+    return frame.sort_values(["policy", "task_id", "seed", "step"]).reset_index(drop=True)
+
+
+def test_sweep_equals_the_local_backend(tmp_path, ray_cluster, env):
+    local = run_sweep(POLICIES, env, 12, 25, out=tmp_path / "local", chunk_episodes=7,
+                      horizons=[10, 25])
+    remote = run_sweep_ray(POLICIES, env, 12, 25, out=tmp_path / "ray", chunk_episodes=7,
+                           horizons=[10, 25])
+    # same chunking -> the same summary rows in the same order, and the same part files
+    pd.testing.assert_frame_equal(local.summary, remote.summary)
+    local_parts = sorted(p.name for p in (tmp_path / "local").glob("part-*.parquet"))
+    assert local_parts == sorted(p.name for p in (tmp_path / "ray").glob("part-*.parquet"))
+    assert len(local_parts) == len(POLICIES) * -(-3 * 12 // 7)
+    for name in local_parts:
+        assert ds.dataset(str(tmp_path / "local" / name)).to_table().equals(
+            ds.dataset(str(tmp_path / "ray" / name)).to_table())
+    # another chunking (default: by cluster size) gives the same rows, in memory too
+    in_memory = run_sweep_ray(POLICIES, env, 12, 25, horizons=[10, 25])
+    assert in_memory.out is None and in_memory.results is not None
+    by_episode = ["policy", "horizon", "task_id", "seed"]
+    pd.testing.assert_frame_equal(
+        local.summary.sort_values(by_episode).reset_index(drop=True),
+        in_memory.summary.sort_values(by_episode).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        _rows(tmp_path / "local"),
+        in_memory.results.to_pandas().sort_values(["policy", "task_id", "seed", "step"])
+        .reset_index(drop=True))
+
+
+def _kill_first_chunk_worker(killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first worker process seen running a replay chunk (Ray's proctitle)."""
+    while not stop.is_set() and not killed:
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if cmdline.startswith("ray::kernelband_replay_chunk"):
+                try:
+                    os.kill(proc.info["pid"], signal.SIGKILL)
+                except ProcessLookupError:
+                    continue
+                killed.append(proc.info["pid"])
+                return
+        time.sleep(0.01)
+
+
+def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
+                                                                         env):
+    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=60, steps=120, chunk_episodes=45)
+    local = run_sweep(**kwargs, out=tmp_path / "local")
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_chunk_worker, args=(killed, stop))
+    killer.start()
+    try:
+        remote = run_sweep_ray(**kwargs, out=tmp_path / "ray", max_retries=2)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no chunk worker was seen running, so none was killed"
+    assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
+    pd.testing.assert_frame_equal(local.summary, remote.summary)
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "ray"))
+    assert not list((tmp_path / "ray").glob(".*.tmp"))
+
+
+def test_chunks_follow_the_local_order(env):
+    plans = [plan_episodes(env, [3, 5]), plan_episodes(env, [1])]
+    jobs = plan_chunks([parse_policy("greedy"), parse_policy("random")], plans, 4)
+    # policy-major, then environment, then episode ranges; indices name the part files
+    assert [(str(j.spec), j.env_index, j.lo, j.hi) for j in jobs] == [
+        ("greedy", 0, 0, 4), ("greedy", 0, 4, 6), ("greedy", 1, 0, 3),
+        ("random", 0, 0, 4), ("random", 0, 4, 6), ("random", 1, 0, 3),
+    ]
+    assert [j.index for j in jobs] == list(range(6))
+    assert list(plans[0].ep_seed) == [3, 5, 3, 5, 3, 5]
+    assert list(plans[0].ep_task) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"steps": 0}, "steps must be >= 1"),
+        ({"horizons": [50]}, "horizons must lie in 1..20"),
+        ({"cpus_per_chunk": 0}, "cpus_per_chunk must be >= 1"),
+        ({"max_retries": -1}, "max_retries must be >= 0"),
+        ({"seeds": 0}, "seeds must be >= 1"),
+        ({"chunk_episodes": 0}, "chunk_episodes must be >= 1"),
+    ],
+)
+def test_bad_arguments_are_refused(ray_cluster, env, kwargs, message):
+    args = {"policies": ["greedy"], "envs": env, "seeds": 2, "steps": 20, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        run_sweep_ray(**args)
