@@ -81,7 +81,8 @@ class LiveRunner:
     def __init__(self, config: RunConfig, proposer: Proposer, *, budget: Budget | None = None,
                  resume: bool = False, show_progress: bool = True,
                  evaluator: Evaluator | None = None,
-                 profiler: NcuProfiler | None = None) -> None:
+                 profiler: NcuProfiler | None = None,
+                 device_lock: bool | None = None) -> None:
         self.config = config
         self.spec = parse_policy(config.policy)
         self.proposer = proposer
@@ -97,9 +98,12 @@ class LiveRunner:
         )
         on_gpu = self.evaluator.device == "cuda"
         # GPU: one lock for timing and profiling; CPU (interpreter): no timing worth guarding,
-        # but one worker process is shared all the same.
+        # but one worker process is shared all the same. device_lock=False: the evaluator
+        # serializes per device itself (live.backends.ray_pool: one call at a time per GPU).
+        if device_lock is None:
+            device_lock = on_gpu
         self._device_lock: contextlib.AbstractContextManager = (
-            threading.Lock() if on_gpu else contextlib.nullcontext()
+            threading.Lock() if device_lock else contextlib.nullcontext()
         )
         out = Path(config.out)
         self.profiler = profiler
