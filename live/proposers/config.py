@@ -31,8 +31,13 @@ class OpenAIConfig:
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.7
-    #: ``max_tokens`` sent with each request (None: the server's default)
+    #: sent with each request as ``max_tokens_param`` (None: the server's default)
     max_reply_tokens: int | None = None
+    #: ``max_completion_tokens`` for OpenAI's reasoning models (o1, o3, o4-mini...)
+    max_tokens_param: str = "max_tokens"
+    #: False omits ``temperature`` from requests (reasoning models accept only their default);
+    #: cassette keys still carry ``temperature``
+    send_temperature: bool = True
     #: per-request timeout
     timeout_s: float = 180.0
     #: retries after the first attempt, on 408/409/429/5xx, timeouts and connection errors
@@ -53,6 +58,9 @@ class OpenAIConfig:
             raise ValueError(f"temperature must be in [0, 2], got {self.temperature}")
         if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
             raise ValueError("timeout_s must be > 0 and backoff times >= 0")
+        if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError("max_tokens_param must be max_tokens or max_completion_tokens, "
+                             f"got {self.max_tokens_param!r}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
 

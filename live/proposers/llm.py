@@ -146,13 +146,11 @@ class OpenAIChatClient:
     def complete(self, request: ChatRequest) -> ChatReply:
         cfg = self.config
         rng = random.Random(f"kernelband-backoff:{request.seed}:{request.sample_index}")
-        kwargs: dict[str, Any] = {
-            "model": request.model,
-            "messages": list(request.messages),
-            "temperature": request.temperature,
-        }
+        kwargs: dict[str, Any] = {"model": request.model, "messages": list(request.messages)}
+        if cfg.send_temperature:
+            kwargs["temperature"] = request.temperature
         if request.max_reply_tokens is not None:
-            kwargs["max_tokens"] = request.max_reply_tokens
+            kwargs[cfg.max_tokens_param] = request.max_reply_tokens
         if cfg.send_seed:
             kwargs["seed"] = (request.seed * 1_000_003 + request.sample_index) % (2**31)
         history: list[str] = []

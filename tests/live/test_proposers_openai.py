@@ -230,3 +230,16 @@ def test_cassette_replays_on_other_hardware_but_not_for_other_code(acceptance_ru
     other_code = parent_of(ADD_TASK, code=ADD_K0.replace("num_warps=4", "num_warps=8"))
     miss = replayer.propose(ADD_TASK, other_code, "tiling", seed=7, sample_index=0)
     assert miss.status == "llm_error" and miss.error.startswith("cassette miss:")
+
+
+def test_reasoning_model_settings_shape_the_request():
+    """OpenAI's reasoning models take max_completion_tokens and only their default temperature."""
+    sleeper = SleepRecorder()
+    with FakeOpenAIServer([chat_reply(GOOD)]) as server:
+        proposer = openai_proposer(server, sleeper, max_reply_tokens=4096,
+                                   max_tokens_param="max_completion_tokens",
+                                   send_temperature=False)
+        assert propose(proposer, 0).status == "ok"
+        request = server.requests[0]
+    assert request["max_completion_tokens"] == 4096
+    assert "max_tokens" not in request and "temperature" not in request
