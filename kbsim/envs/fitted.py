@@ -51,7 +51,7 @@ def build_fitted(
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def fitted_neighbours(env, task: int, phi: np.ndarray, member: int, scratch) -> None:
     """Fill scratch.nbr[member] / nbr_n[member] with the k nearest recorded parents per strategy."""
     k_lo, k_hi = env.task_kstart[task], env.task_kstart[task + 1]
@@ -78,7 +78,7 @@ def fitted_neighbours(env, task: int, phi: np.ndarray, member: int, scratch) -> 
         scratch.nbr_n[member, s] = count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def fitted_arm_mean(env, scratch, member: int, s: int) -> float:
     count = scratch.nbr_n[member, s]
     if count == 0:
@@ -89,7 +89,19 @@ def fitted_arm_mean(env, scratch, member: int, s: int) -> float:
     return total / count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def fitted_arm_means(env, scratch, member: int, out: np.ndarray) -> None:
+    """out[s] = fitted_arm_mean(env, scratch, member, s) for every strategy."""
+    mean_table, nbr, nbr_n = env.tape_mean, scratch.nbr, scratch.nbr_n
+    for s in range(out.shape[0]):
+        count = nbr_n[member, s]
+        total = 0.0
+        for i in range(count):
+            total += mean_table[nbr[member, s, i], s]
+        out[s] = total / count if count > 0 else 0.0
+
+
+@njit(cache=True)
 def fitted_pick(env, scratch, member: int, s: int, rng: np.ndarray) -> int:
     """Outcome row drawn from the model for (pool member, strategy), -1 if there is no data."""
     count = scratch.nbr_n[member, s]
@@ -101,7 +113,7 @@ def fitted_pick(env, scratch, member: int, s: int, rng: np.ndarray) -> int:
     return lo + rand_int(rng, hi - lo)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rescale_features(phi: np.ndarray, rt6: np.ndarray, child_ms: float) -> None:
     phi[0] = math.log1p(child_ms)
     rt6[0] = math.log(child_ms)

@@ -21,14 +21,14 @@ import numpy as np
 from numba import njit
 
 from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_TOKENS, SYNTHETIC
-from kbsim.envs.fitted import fitted_arm_mean, fitted_neighbours, fitted_pick, rescale_features
-from kbsim.envs.synthetic import syn_arm_mean, syn_features, syn_hw, syn_step
-from kbsim.envs.tape import tape_arm_mean, tape_pick
+from kbsim.envs.fitted import fitted_arm_means, fitted_neighbours, fitted_pick, rescale_features
+from kbsim.envs.synthetic import syn_arm_means, syn_features, syn_hw, syn_step
+from kbsim.envs.tape import tape_arm_means, tape_pick
 from kbsim.policies.state import pool_add
 from kbsim.strategies import N_STRATEGIES
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def env_init(kind, env, task, pool, scratch, n_init) -> float:
     """Add the task's n_init initial kernels (k0 first); returns k0's runtime in ms."""
     scratch.hw[:] = np.nan
@@ -49,34 +49,33 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
     return env.k_ms[row]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
-    phi = pool.phi[idx]
-    if kind == FITTED:
-        fitted_neighbours(env, task, phi, idx, scratch)
+    row = scratch.means[idx]
+    if kind == SYNTHETIC:
+        syn_arm_means(env, task, pool.key[idx], pool.phi[idx], row)
+    elif kind == FITTED:
+        fitted_neighbours(env, task, pool.phi[idx], idx, scratch)
+        fitted_arm_means(env, scratch, idx, row)
+    else:
+        tape_arm_means(env, pool.key[idx], row)
     best = np.nan
     for s in range(N_STRATEGIES):
-        if kind == SYNTHETIC:
-            mean = syn_arm_mean(env, task, pool.key[idx], phi, s)
-        elif kind == FITTED:
-            mean = fitted_arm_mean(env, scratch, idx, s)
-        else:
-            mean = tape_arm_mean(env, pool.key[idx], s)
-        scratch.means[idx, s] = mean
+        mean = row[s]
         if not np.isnan(mean) and (np.isnan(best) or mean > best):
             best = mean
     return best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _copy_recorded(env, row, scratch) -> None:
     scratch.child_phi[:] = env.k_phi[row]
     scratch.child_prof9[:] = env.k_prof9[row]
     scratch.child_rt6[:] = env.k_rt6[row]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def env_step(kind, env, task, pool, scratch, parent, s, rng):
     """One attempt -> (status, child_ms, child_key, tokens, cost_usd); see the module doc."""
     if kind == SYNTHETIC:
@@ -119,7 +118,7 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     return 1, child_ms, child, tokens, cost
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def env_reveal_hw(kind, env, task, pool, idx) -> None:
     """Write the hardware signature of pool member idx (NaN if the data never profiled it)."""
     if kind == SYNTHETIC:

@@ -240,12 +240,12 @@ def build_synthetic(spec: SyntheticSpec | str) -> Env:
 # ------------------------------------------------------------------------------ compiled part
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _std_normal_cdf(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pos_part_mean(mu: float, sd: float) -> float:
     """E[max(0, X)] for X ~ N(mu, sd^2)."""
     if sd <= 0.0:
@@ -254,23 +254,29 @@ def _pos_part_mean(mu: float, sd: float) -> float:
     return mu * _std_normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def clip_normal_mean(mu: float, sd: float, hi: float) -> float:
     """E[clip(X, 0, hi)] for X ~ N(mu, sd^2)."""
     return _pos_part_mean(mu, sd) - _pos_part_mean(mu - hi, sd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def _improvement(centers, base, lipschitz, dim, task, label, phi, s) -> float:
+    d2 = 0.0
+    for d in range(dim):
+        diff = phi[d] - centers[task, label, d]
+        d2 += diff * diff
+    return max(0.0, base[task, label, s] - lipschitz * math.sqrt(d2))
+
+
+@njit(cache=True)
 def syn_improvement(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     """m(x, j, s) = max(0, b[j, s] - L ||x - c_j||)."""
-    d2 = 0.0
-    for d in range(env.iparams[I_DIM]):
-        diff = phi[d] - env.syn_centers[task, label, d]
-        d2 += diff * diff
-    return max(0.0, env.syn_base[task, label, s] - env.fparams[F_L] * math.sqrt(d2))
+    return _improvement(env.syn_centers, env.syn_base, env.fparams[F_L], env.iparams[I_DIM],
+                        task, label, phi, s)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     """Exact mean v2 reward of strategy s on the kernel (phi, cluster label)."""
     m = syn_improvement(env, task, label, phi, s)
@@ -278,13 +284,23 @@ def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def syn_arm_means(env, task: int, label: int, phi: np.ndarray, out: np.ndarray) -> None:
+    """out[s] = syn_arm_mean(..., s) for every strategy (arrays fetched once: cheaper)."""
+    centers, base, fp = env.syn_centers, env.syn_base, env.fparams
+    dim = env.iparams[I_DIM]
+    for s in range(out.shape[0]):
+        m = _improvement(centers, base, fp[F_L], dim, task, label, phi, s)
+        out[s] = (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
+
+
+@njit(cache=True)
 def syn_hw(env, task: int, label: int, out_hw: np.ndarray) -> None:
     for d in range(3):
         out_hw[d] = env.syn_hw[task, label, d]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def syn_features(
     env, task: int, label: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray,
     out_rt6: np.ndarray,
@@ -307,7 +323,7 @@ def syn_features(
         out_rt6[d] = phi[(d - 1) % dim]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def syn_step(
     env, task: int, label: int, parent_phi: np.ndarray, parent_ms: float, s: int,
     rng: np.ndarray, out_phi: np.ndarray,
@@ -318,18 +334,19 @@ def syn_step(
     jump, one integer (cluster), then dim normals (position).
     """
     fp = env.fparams
+    centers = env.syn_centers
+    dim = env.iparams[I_DIM]
     if rand_uniform(rng) < fp[F_FAIL]:
         return False, np.nan, -1
-    g = syn_improvement(env, task, label, parent_phi, s) + fp[F_NOISE] * rand_normal(rng)
-    g = min(max(g, fp[F_GMIN]), fp[F_GMAX])
+    g = _improvement(centers, env.syn_base, fp[F_L], dim, task, label, parent_phi, s)
+    g = min(max(g + fp[F_NOISE] * rand_normal(rng), fp[F_GMIN]), fp[F_GMAX])
     child_ms = parent_ms * (1.0 - g)
-    dim = env.iparams[I_DIM]
     child_label = label
     if rand_uniform(rng) < fp[F_JUMP]:
         j = rand_int(rng, env.iparams[I_K])
         child_label = j
         for d in range(dim):
-            out_phi[d] = env.syn_centers[task, j, d] + fp[F_SPREAD] * rand_normal(rng)
+            out_phi[d] = centers[task, j, d] + fp[F_SPREAD] * rand_normal(rng)
     else:
         for d in range(dim):
             out_phi[d] = parent_phi[d] + fp[F_STEP] * rand_normal(rng)

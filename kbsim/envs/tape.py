@@ -61,7 +61,7 @@ def build_tape(
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def tape_arm_mean(env, key: int, s: int) -> float:
     """Mean recorded v2 reward of (kernel row `key`, strategy s), or of its `nearest` stand-in."""
     mean = env.tape_mean[key, s]
@@ -72,7 +72,21 @@ def tape_arm_mean(env, key: int, s: int) -> float:
     return mean
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def tape_arm_means(env, key: int, out: np.ndarray) -> None:
+    """out[s] = tape_arm_mean(env, key, s) for every strategy (arrays fetched once)."""
+    mean_table, nn_table = env.tape_mean, env.tape_nn
+    stop = env.iparams[I_ON_EXHAUST] == STOP
+    for s in range(out.shape[0]):
+        mean = mean_table[key, s]
+        if np.isnan(mean) and not stop:
+            nn = nn_table[key, s]
+            if nn >= 0:
+                mean = mean_table[nn, s]
+        out[s] = mean
+
+
+@njit(cache=True)
 def tape_pick(env, task: int, key: int, s: int, cursor: np.ndarray, rng: np.ndarray):
     """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s."""
     k_local = key - env.task_kstart[task]
