@@ -243,3 +243,14 @@ def test_reasoning_model_settings_shape_the_request():
         request = server.requests[0]
     assert request["max_completion_tokens"] == 4096
     assert "max_tokens" not in request and "temperature" not in request
+
+
+def test_fake_server_stops_by_itself():
+    import time
+    import urllib.request
+
+    with FakeOpenAIServer([], lifetime_s=0.2) as server:
+        url = f"{server.base_url}/chat/completions"
+        time.sleep(0.5)
+        with pytest.raises(OSError):  # connection refused: nothing listens any more
+            urllib.request.urlopen(urllib.request.Request(url, data=b"{}"), timeout=1.0)
