@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,6 +141,7 @@ class OpenAIChatClient:
             status = exc.status_code
             wait = parse_retry_after(getattr(exc.response, "headers", None))
             message = getattr(exc, "message", None) or str(exc)
+            message = re.sub(r"^Error code: \d+ - ", "", message)  # the SDK's prefix
             return status in RETRYABLE_STATUS, f"HTTP {status}: {message}", wait
         return False, f"{type(exc).__name__}: {exc}", None
 
