@@ -91,6 +91,9 @@ def extract_code(reply: str, entry: str) -> Extraction:
                         not _has_jit(bt[0])),
     )
     body, tree = ranked[0]
+    # NOTE (D20): a block that parses but defines no entry function is ``no_code`` rather than
+    # ``ok``: the reply holds no candidate, and the status should say so at its source instead
+    # of the evaluator failing the import later.
     if not _defines(tree, entry):
         return Extraction(None, f"no code block defines the entry function {entry!r}")
     return Extraction(body.strip("\n") + "\n", None)
