@@ -38,9 +38,10 @@ def nearest_row(x, i, cent, k) -> int:
 
 
 @njit(cache=True, _nrt=False)
-def zscore(data, n, mean, std, out) -> None:
-    """z-score rows [0, n) of `data` into `out`; NaN entries are ignored in the moments and
-    map to 0; a constant column gets std 1. Writes the moments into `mean`, `std`."""
+def zscore_t(data, n, mean, std, zt) -> None:
+    """z-score rows [0, n) of `data` (points x dims) into `zt` (dims x points, so that loops
+    over points vectorise); NaN entries are ignored in the moments and map to 0; a constant
+    column gets std 1. Writes the moments into `mean`, `std`."""
     for d in range(data.shape[1]):
         total = 0.0
         count = 0
@@ -62,18 +63,32 @@ def zscore(data, n, mean, std, out) -> None:
         std[d] = s
         for i in range(n):
             v = data[i, d]
-            out[i, d] = (v - m) / s if v == v else 0.0
+            zt[d, i] = (v - m) / s if v == v else 0.0
 
 
 @njit(cache=True, _nrt=False)
-def kmeanspp_seed(x, n, k, cent, d2, rng) -> None:
-    """k-means++ (Arthur and Vassilvitskii 2007): first centre uniform, each next one drawn
-    with probability proportional to D(x)^2 (uniform when every D(x) is 0). `d2` is scratch."""
-    first = rand_int(rng, n)
-    for d in range(x.shape[1]):
-        cent[0, d] = x[first, d]
+def sqdist_to_centre(zt, n, cent, j, out) -> None:
+    """out[i] = sum_d (zt[d, i] - cent[j, d])^2 for i < n; each sum runs over d in order (the
+    loop over points is the vectorised one, so every distance is still a sequential sum)."""
     for i in range(n):
-        d2[i] = sqdist_rows(x, i, cent, 0)
+        out[i] = 0.0
+    for d in range(zt.shape[0]):
+        c = cent[j, d]
+        for i in range(n):
+            diff = zt[d, i] - c
+            out[i] += diff * diff
+
+
+@njit(cache=True, _nrt=False)
+def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
+    """k-means++ (Arthur and Vassilvitskii 2007) on the points (columns) of `zt`: first centre
+    uniform, each next one drawn with probability proportional to D(x)^2 (uniform when every
+    D(x) is 0). `d2`, `tmp` are scratch of length >= n."""
+    D = zt.shape[0]
+    first = rand_int(rng, n)
+    for d in range(D):
+        cent[0, d] = zt[d, first]
+    sqdist_to_centre(zt, n, cent, 0, d2)
     for j in range(1, k):
         total = 0.0
         for i in range(n):
@@ -94,39 +109,54 @@ def kmeanspp_seed(x, n, k, cent, d2, rng) -> None:
                 pick = last_pos
         else:
             pick = rand_int(rng, n)
-        for d in range(x.shape[1]):
-            cent[j, d] = x[pick, d]
+        for d in range(D):
+            cent[j, d] = zt[d, pick]
+        sqdist_to_centre(zt, n, cent, j, tmp)
         for i in range(n):
-            dj = sqdist_rows(x, i, cent, j)
-            if dj < d2[i]:
-                d2[i] = dj
+            if tmp[i] < d2[i]:
+                d2[i] = tmp[i]
 
 
 @njit(cache=True, _nrt=False)
-def lloyd(x, n, k, cent, labels, acc, counts, iters) -> None:
+def assign_nearest_t(zt, n, k, cent, dist, labels) -> bool:
+    """labels[i] = nearest centre of point i (ties: lowest centre); True if any label changed.
+    `dist` is (>= k, >= n) scratch."""
+    for j in range(k):
+        sqdist_to_centre(zt, n, cent, j, dist[j])
+    changed = False
+    for i in range(n):
+        best = 0
+        best_d2 = dist[0, i]
+        for j in range(1, k):
+            if dist[j, i] < best_d2:
+                best_d2 = dist[j, i]
+                best = j
+        if best != labels[i]:
+            labels[i] = best
+            changed = True
+    return changed
+
+
+@njit(cache=True, _nrt=False)
+def lloyd_t(zt, n, k, cent, labels, dist, acc, counts, iters) -> None:
     """Lloyd iterations from the centres in `cent`: assign (ties: lowest centre), stop when no
     label changes, else move each centre to its members' mean (empty clusters keep theirs)."""
+    D = zt.shape[0]
     for i in range(n):
         labels[i] = -1
     for _ in range(iters):
-        changed = False
-        for i in range(n):
-            c = nearest_row(x, i, cent, k)
-            if c != labels[i]:
-                labels[i] = c
-                changed = True
-        if not changed:
+        if not assign_nearest_t(zt, n, k, cent, dist, labels):
             break
         acc[:, :] = 0.0
         counts[:] = 0.0
         for i in range(n):
-            c = labels[i]
-            counts[c] += 1.0
-            for d in range(x.shape[1]):
-                acc[c, d] += x[i, d]
+            counts[labels[i]] += 1.0
+        for d in range(D):
+            for i in range(n):
+                acc[labels[i], d] += zt[d, i]
         for c in range(k):
             if counts[c] > 0.0:
-                for d in range(x.shape[1]):
+                for d in range(D):
                     cent[c, d] = acc[c, d] / counts[c]
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
-from kbsim.policies._kmeans import kmeanspp_seed, nearest_row
+from kbsim.policies._kmeans import assign_nearest_t, kmeanspp_seed_t
 from kbsim.policies.spec import F_ALPHA, F_LR, I_K, I_SGD, I_WARM, I_WARMUP
 from kbsim.rng import rand_int, rand_uniform
 
@@ -138,19 +138,23 @@ def prepare_v1(fparams, iparams, state, pool, rng) -> None:
 def _seed_v1(iparams, state, n, rng) -> None:
     K = iparams[I_K]
     D = state.xrt.shape[1]
-    z = state.sc_z
+    zt = state.sc_zt
     sd = state.sc_x  # first D entries
     for d in range(D):
         var = state.zstd[d] / n
         sd[d] = math.sqrt(var) if var > 0.0 else 1.0
         for i in range(n):
-            z[i, d] = (state.xrt[i, d] - state.zmean[d]) / sd[d]
-    kmeanspp_seed(z, n, K, state.sc_cent, state.sc_f, rng)
+            zt[d, i] = (state.xrt[i, d] - state.zmean[d]) / sd[d]
+    kmeanspp_seed_t(zt, n, K, state.sc_cent, state.sc_f, state.sc_dist[0], rng)
+    labels = state.sc_i
+    for i in range(n):
+        labels[i] = -1
+    assign_nearest_t(zt, n, K, state.sc_cent, state.sc_dist, labels)
     state.size[:] = 0
     state.cent_count[:] = 0.0
     state.centroids[:, :] = 0.0
     for i in range(n):
-        c = nearest_row(z, i, state.sc_cent, K)
+        c = labels[i]
         _v1_add(state, i, c)
         state.cent_count[c] += 1.0
         for d in range(D):

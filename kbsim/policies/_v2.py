@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
-from kbsim.policies._kmeans import kmeanspp_seed, lloyd, match_labels, nearest_row, zscore
+from kbsim.policies._kmeans import kmeanspp_seed_t, lloyd_t, match_labels, nearest_row, zscore_t
 from kbsim.policies.spec import (
     F_C,
     F_EPS,
@@ -29,7 +29,6 @@ def _add_member(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
     state.size[c] += 1
-    state.pc_ok[c] = 0
     if state.rep[c] < 0:
         state.rep[c] = idx
         state.mask_dirty[0] = 1
@@ -48,16 +47,16 @@ def recluster_v2(iparams, state, pool, rng) -> None:
         for c in range(K):
             for d in range(D):
                 old[c, d] = old[c, d] * state.zstd[d] + state.zmean[d]
-    z = state.sc_z
-    zscore(pool.phi, n, state.zmean, state.zstd, z)
+    zt = state.sc_zt
+    zscore_t(pool.phi, n, state.zmean, state.zstd, zt)
     if had:  # ... and into the new z-space
         for c in range(K):
             for d in range(D):
                 old[c, d] = (old[c, d] - state.zmean[d]) / state.zstd[d]
     cent = state.sc_cent
     labels = state.sc_i
-    kmeanspp_seed(z, n, K, cent, state.sc_f, rng)
-    lloyd(z, n, K, cent, labels, state.sc_acc, state.sc_cnt, iparams[I_ITERS])
+    kmeanspp_seed_t(zt, n, K, cent, state.sc_f, state.sc_dist[0], rng)
+    lloyd_t(zt, n, K, cent, labels, state.sc_dist, state.sc_acc, state.sc_cnt, iparams[I_ITERS])
     perm = state.sc_k[:K]
     for j in range(K):
         perm[j] = j
@@ -79,7 +78,7 @@ def recluster_v2(iparams, state, pool, rng) -> None:
             i = state.members[c, j]
             d2 = 0.0
             for d in range(D):
-                diff = z[i, d] - state.centroids[c, d]
+                diff = zt[d, i] - state.centroids[c, d]
                 d2 += diff * diff
             if d2 < best:
                 best = d2
@@ -88,7 +87,7 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     state.clustered[0] = 1
     state.last_cluster_t[0] = state.t[0]
     state.mask_dirty[0] = 1
-    state.pc_ok[:] = 0
+    state.pc_n[:, :] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -128,7 +127,7 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
                 if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
                     state.mask[c, s] = 1
     state.mask_dirty[0] = pending
-    state.pc_ok[:] = 0  # signatures may have been filled in since: refresh the parent weights
+    state.pc_n[:, :] = 0  # signatures may have been filled in since: refresh parent weights
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -236,54 +235,84 @@ def _thompson_arm(state, rng):
 
 
 @njit(cache=True, _nrt=False)
-def refresh_parent_cache_v2(fparams, state, pool, c) -> None:
-    """Softmax weights of cluster c's members for each hardware dim, and its fastest member."""
+def _refresh_parent_cache(fparams, state, pool, c, dim) -> None:
     m = state.size[c]
+    theta = fparams[F_THETA + dim]
+    temp = fparams[F_TEMPERATURE]
     fast = state.members[c, 0]
-    for j in range(1, m):
+    top = -np.inf
+    signed = 0
+    for j in range(m):
         k = state.members[c, j]
         if pool.ms[k] < pool.ms[fast]:
             fast = k
-    state.pc_fast[c] = fast
-    temp = fparams[F_TEMPERATURE]
-    for dim in range(3):
-        theta = fparams[F_THETA + dim]
-        top = -np.inf
-        signed = 0
+        h = pool.hw[k, dim]
+        score = 0.0
+        if h == h:
+            signed = 1
+            score = (theta - h) / temp
+        state.pc_w[c, dim, j] = score
+        if score > top:
+            top = score
+    total = 0.0
+    if signed == 1:
         for j in range(m):
-            h = pool.hw[state.members[c, j], dim]
-            score = 0.0
-            if h == h:
-                signed = 1
-                score = (theta - h) / temp
-            state.pc_w[c, dim, j] = score
+            w = math.exp(state.pc_w[c, dim, j] - top)
+            state.pc_w[c, dim, j] = w
+            total += w
+            state.pc_cum[c, dim, j] = total
+    state.pc_fast[c, dim] = fast
+    state.pc_sig[c, dim] = signed
+    state.pc_top[c, dim] = top
+    state.pc_tot[c, dim] = total
+    state.pc_n[c, dim] = m
+
+
+@njit(cache=True, _nrt=False)
+def update_parent_cache_v2(fparams, state, pool, c, dim) -> None:
+    """Bring the softmax weights of cluster c for hardware dim `dim` up to date: append members
+    that joined since (same max score: identical to recomputing), else recompute them all."""
+    m = state.size[c]
+    start = state.pc_n[c, dim]
+    if start > 0 and state.pc_sig[c, dim] == 1:
+        theta = fparams[F_THETA + dim]
+        temp = fparams[F_TEMPERATURE]
+        top = state.pc_top[c, dim]
+        total = state.pc_tot[c, dim]
+        fast = state.pc_fast[c, dim]
+        for j in range(start, m):
+            k = state.members[c, j]
+            h = pool.hw[k, dim]
+            score = (theta - h) / temp if h == h else 0.0
             if score > top:
-                top = score
-        state.pc_sig[c, dim] = signed
-        total = 0.0
-        if signed == 1:
-            for j in range(m):
-                w = math.exp(state.pc_w[c, dim, j] - top)
-                state.pc_w[c, dim, j] = w
-                total += w
-                state.pc_cum[c, dim, j] = total
+                _refresh_parent_cache(fparams, state, pool, c, dim)
+                return
+            w = math.exp(score - top)
+            state.pc_w[c, dim, j] = w
+            total += w
+            state.pc_cum[c, dim, j] = total
+            if pool.ms[k] < pool.ms[fast]:
+                fast = k
         state.pc_tot[c, dim] = total
-    state.pc_ok[c] = 1
+        state.pc_fast[c, dim] = fast
+        state.pc_n[c, dim] = m
+        return
+    _refresh_parent_cache(fparams, state, pool, c, dim)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def choose_parent_v2(fparams, state, pool, c, s, rng):
     """Softmax over members of cluster c of (theta_sat - h(k)[target(s)]) / temperature;
     members without a signature score 0; no signature in the cluster: its fastest member.
-    Returns (parent pool index, its probability). Weights are cached per cluster."""
+    Returns (parent pool index, its probability). Weights are cached per (cluster, dim)."""
     m = state.size[c]
     if m == 1:
         return state.members[c, 0], 1.0
-    if state.pc_ok[c] == 0:
-        refresh_parent_cache_v2(fparams, state, pool, c)
     dim = state.target[s]
+    if state.pc_n[c, dim] != m:
+        update_parent_cache_v2(fparams, state, pool, c, dim)
     if state.pc_sig[c, dim] == 0:
-        return state.pc_fast[c], 1.0
+        return state.pc_fast[c, dim], 1.0
     total = state.pc_tot[c, dim]
     u = rand_uniform(rng) * total
     pick = m - 1

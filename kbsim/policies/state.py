@@ -119,19 +119,22 @@ class PolicyState(NamedTuple):
     # scratch (no allocation in the hot path)
     sc_f: np.ndarray  # (max_pool,) float64
     sc_i: np.ndarray  # (max_pool,) int64
-    sc_z: np.ndarray  # (max_pool, D) float64
+    sc_zt: np.ndarray  # (D, max_pool) float64, z-scored points as columns
+    sc_dist: np.ndarray  # (K, max_pool) float64
     sc_cent: np.ndarray  # (K, D) float64
     sc_acc: np.ndarray  # (K, D) float64
     sc_cnt: np.ndarray  # (K,) float64
     sc_x: np.ndarray  # (10,) float64
     sc_k: np.ndarray  # (3K,) int64
-    # v2 parent-softmax cache per (cluster, hardware dim); pc_ok[c] = 0 -> recompute cluster c
-    pc_w: np.ndarray  # (K, 3, max_pool) float64, softmax weights exp(score - max) per member
+    # v2 parent-softmax cache per (cluster, hardware dim), covering the first pc_n members
+    # (0 = invalid); members that join later are appended while their score stays <= pc_top
+    pc_w: np.ndarray  # (K, 3, max_pool) float64, softmax weights exp(score - top) per member
     pc_cum: np.ndarray  # (K, 3, max_pool) float64, their running sums
     pc_tot: np.ndarray  # (K, 3) float64, total weight
+    pc_top: np.ndarray  # (K, 3) float64, max score
     pc_sig: np.ndarray  # (K, 3) int64, 1 = some member has a signature in that dim
-    pc_fast: np.ndarray  # (K,) int64, fastest member
-    pc_ok: np.ndarray  # (K,) int64
+    pc_fast: np.ndarray  # (K, 3) int64, fastest member
+    pc_n: np.ndarray  # (K, 3) int64, members covered
 
 
 def new_state(
@@ -203,7 +206,8 @@ def new_state(
         xrt=np.zeros((P if v1 else 0, RT_DIM)),
         sc_f=np.zeros(P),
         sc_i=np.zeros(P, dtype=np.int64),
-        sc_z=np.zeros((P, D)),
+        sc_zt=np.zeros((D, P)),
+        sc_dist=np.zeros((K, P)),
         sc_cent=np.zeros((K, D)),
         sc_acc=np.zeros((K, D)),
         sc_cnt=np.zeros(K),
@@ -212,9 +216,10 @@ def new_state(
         pc_w=np.zeros((K if v2 else 0, HW_DIM, P if v2 else 0)),
         pc_cum=np.zeros((K if v2 else 0, HW_DIM, P if v2 else 0)),
         pc_tot=np.zeros((K if v2 else 0, HW_DIM)),
+        pc_top=np.zeros((K if v2 else 0, HW_DIM)),
         pc_sig=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
-        pc_fast=np.zeros(K if v2 else 0, dtype=np.int64),
-        pc_ok=np.zeros(K if v2 else 0, dtype=np.int64),
+        pc_fast=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
+        pc_n=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
     )
 
 
