@@ -39,6 +39,14 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               help="YAML/JSON file of the options above; flags override it.")
 @click.option("--resume", is_flag=True, help="Continue the run recorded in --out.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="local: this machine's GPU; ray: one Ray actor per GPU "
+              "of a cluster evaluates and profiles, this process writes the trace "
+              "(needs kernelband[ray]).")
+@click.option("--address", default=None, help="With --backend ray: the cluster to join "
+              "(auto | HOST:PORT) [a local Ray instance].")
+@click.option("--actors", type=int, default=None, help="With --backend ray: GPU actors "
+              "[every GPU of the cluster]; keep --in-flight >= actors.")
 @proposer_options
 def live(**values: Any) -> None:
     """Run the live loop: policy -> proposer -> evaluator -> profiler -> update -> trace row.
@@ -51,6 +59,7 @@ def live(**values: Any) -> None:
     Example:
         kernelband live --tasks builtin --policy kernelband-v2 --proposer mutate --steps 40 --out traces/run1
         kernelband live --tasks softmax --proposer openai --model gpt-4o --max-cost 5 --out traces/llm1
+        kernelband live --tasks builtin --proposer mutate --in-flight 8 --backend ray --address auto --out traces/ray1
     """
     from live.runner.config import RunConfig, load_config_file
     from live.runner.resume import ResumeError
@@ -75,15 +84,32 @@ def live(**values: Any) -> None:
 
         parse_policy(config.policy)
         resolve_tasks(config.tasks)
+        if values["backend"] != "ray" and (values["address"] or values["actors"] is not None):
+            raise ValueError("--address and --actors need --backend ray")
+        if values["actors"] is not None and values["actors"] < 1:
+            raise ValueError(f"--actors must be >= 1, got {values['actors']}")
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
 
     from live.runner.runner import run_live
 
+    run: Any = run_live
+    if values["backend"] == "ray":
+        try:
+            from live.backends.ray_live import run_live_ray
+        except ImportError as exc:
+            click.echo(f"kernelband live: --backend ray needs Ray ({exc}); "
+                       "pip install 'kernelband[ray]'", err=True)
+            sys.exit(1)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return run_live_ray(*args, address=values["address"], actors=values["actors"],
+                                **kwargs)
+
     try:
-        result = run_live(config, proposer, budget=budget, resume=values["resume"],
-                          show_progress=not values["quiet"])
-    except (FileExistsError, ResumeError, ValueError) as exc:
+        result = run(config, proposer, budget=budget, resume=values["resume"],
+                     show_progress=not values["quiet"])
+    except (FileExistsError, ResumeError, ValueError, RuntimeError) as exc:
         click.echo(f"kernelband live: {exc}", err=True)
         sys.exit(1)
     _print_summary(result)

@@ -1,0 +1,65 @@
+"""`run_live_ray`: the live loop with evaluation and profiling on a Ray cluster's GPUs.
+
+What runs where: the driver (this process) runs `LiveRunner` unchanged — the policies, the
+proposers (LLM calls or mutations), the budget and the one `TraceWriter` — so every trace row is
+written by the driver, in the same order and with the same atomic part files as a local run. Only
+`evaluate` and `profile` calls travel, to `RayEvaluatorPool`'s actors (one per GPU). Tasks run in
+the runner's threads (``in_flight`` of them), so ``in_flight`` should be at least the number of
+GPU actors to keep them all busy.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from live.backends.ray_pool import RayEvaluatorPool
+from live.proposers.base import Proposer
+from live.proposers.budget import Budget
+from live.runner.config import RunConfig
+from live.runner.runner import LiveRunner, RunResult
+
+log = logging.getLogger(__name__)
+
+
+def run_live_ray(
+    config: RunConfig,
+    proposer: Proposer,
+    *,
+    budget: Budget | None = None,
+    resume: bool = False,
+    show_progress: bool = True,
+    address: str | None = None,
+    actors: int | None = None,
+    actor_cpus: float = 1.0,
+) -> RunResult:
+    """`run_live` with one Ray actor per GPU (`actors`: default every GPU of the cluster).
+
+    `address`: the cluster to join when Ray is not initialised yet (``auto``, ``HOST:PORT``;
+    None starts a local instance).
+    """
+    pool = RayEvaluatorPool(
+        config.tasks, actors=actors, device=config.device, timeout_s=config.eval_timeout_s,
+        static_check=True, profile=config.profile != "off",
+        profile_cache_dir=Path(config.out).resolve() / ".profile-cache", actor_cpus=actor_cpus,
+        address=address,
+    )
+    try:
+        n_actors = pool.device_info["gpu_actors"]
+        if config.in_flight < n_actors:
+            log.warning("in_flight=%d < %d actors: only %d GPUs can be busy at once",
+                        config.in_flight, n_actors, config.in_flight)
+        runner = LiveRunner(
+            config, proposer, budget=budget, resume=resume, show_progress=show_progress,
+            evaluator=pool,  # type: ignore[arg-type]  # same interface as Evaluator
+            profiler=pool.profiler if config.profile != "off" else None,  # type: ignore[arg-type]
+            device_lock=False,
+        )
+        result = runner.run()
+    finally:
+        pool.close()
+    stats = pool.stats
+    if stats.actors_lost:
+        log.warning("ray pool: %d actor(s) lost and replaced, %d call(s) re-queued, %d given up",
+                    stats.actors_lost, stats.requeued, stats.given_up)
+    return result

@@ -1,0 +1,152 @@
+"""Live collection on Ray (issue 8), on CPU: the "GPU actors" are CPU actors (``num_gpus=0``,
+Triton interpreter), the same code path. A run whose actor is killed mid-run completes with the
+same decisions as an uninterrupted local run: the lost candidate is re-queued, never lost or
+counted twice."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from kbsim.trace.reader import load_trace, validate_trace  # noqa: E402
+from live.backends.ray_pool import RayEvaluatorPool  # noqa: E402
+from live.evaluator import Evaluator  # noqa: E402
+from live.proposers import make_proposer  # noqa: E402
+from live.runner import RunConfig  # noqa: E402
+from live.runner.runner import LiveRunner  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1", reason="CPU runs need TRITON_INTERPRET=1"
+)
+
+#: the columns of a step that depend on choices and outcomes, not on measured times
+DECISION_COLUMNS = ["task_id", "step", "cluster", "parent_id", "strategy", "child_id", "status",
+                    "logging_propensity", "prompt_tokens", "completion_tokens"]
+TASKS = "softmax,transpose"
+STEPS = 5
+
+
+def decisions(path):
+    steps = load_trace(path).steps_df()
+    return steps.sort_values(["task_id", "step"])[DECISION_COLUMNS].reset_index(drop=True)
+
+
+def config(out) -> RunConfig:
+    return RunConfig(out=str(out), tasks=TASKS, policy="explore", steps=STEPS, seed=3,
+                     device="cpu", profile="off", in_flight=2)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_trace(tmp_path_factory):
+    """The uninterrupted reference run, on the local evaluator."""
+    out = tmp_path_factory.mktemp("local") / "t"
+    with Evaluator(TASKS, device="cpu", workers=1, timeout_s=60, static_check=True) as ev:
+        LiveRunner(config(out), make_proposer("mutate"), show_progress=False,
+                   evaluator=ev).run()
+    return out
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster):
+    """Two CPU "GPU actors", shared by the tests (starting actors is the slow part)."""
+    with RayEvaluatorPool(TASKS, actors=2, device="cpu", timeout_s=60, profile=False) as pool:
+        yield pool
+
+
+class KillOnSubmit:
+    """Installed as `pool._submit`: kills the actor that received the `kill_at`-th evaluate
+    call, right after sending it (the call is then in flight on a dead actor)."""
+
+    def __init__(self, pool: RayEvaluatorPool, kill_at: int) -> None:
+        self.submit = pool._submit
+        self.kill_at = kill_at
+        self.sent = 0
+        self.killed: list[object] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, slot, method, args):
+        ref = self.submit(slot, method, args)
+        if method == "evaluate":
+            with self.lock:
+                self.sent += 1
+                kill = self.sent == self.kill_at
+            if kill:
+                ray.kill(slot.handle, no_restart=True)
+                self.killed.append(slot.handle)
+        return ref
+
+
+def _ray_run(out, pool) -> None:
+    LiveRunner(config(out), make_proposer("mutate"), show_progress=False, evaluator=pool,
+               device_lock=False).run()
+
+
+def _counts(pool) -> dict[str, int]:
+    return dict(vars(pool.stats))
+
+
+def test_two_actors_give_the_local_decisions(tmp_path, pool, local_trace):
+    assert pool.device == "cpu"
+    assert pool.device_info["gpu_actors"] == 2
+    assert pool.device_info["backend"] == "ray"
+    before = _counts(pool)
+    _ray_run(tmp_path / "t", pool)
+    assert pool.stats.actors_lost == before["actors_lost"]
+    assert pool.stats.calls >= before["calls"] + 2  # both tasks' k0 at least
+    assert validate_trace(tmp_path / "t") == []
+    assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    manifest = load_trace(tmp_path / "t").manifests[0]
+    assert manifest["hardware"]["gpu_actors"] == 2
+
+
+def test_an_actor_killed_mid_run_is_replaced_and_its_candidate_requeued(tmp_path, pool,
+                                                                        local_trace,
+                                                                        monkeypatch):
+    killer = KillOnSubmit(pool, kill_at=4)
+    monkeypatch.setattr(pool, "_submit", killer)
+    before = _counts(pool)
+    _ray_run(tmp_path / "t", pool)
+    assert len(killer.killed) == 1
+    assert pool.stats.actors_lost == before["actors_lost"] + 1
+    assert pool.stats.requeued == before["requeued"] + 1
+    assert pool.stats.given_up == before["given_up"]
+    assert pool.stats.actors_started == before["actors_started"] + 1  # the replacement
+    assert validate_trace(tmp_path / "t") == []
+    trace = load_trace(tmp_path / "t")
+    steps = trace.steps_df()
+    # every step exactly once, and the decisions of the uninterrupted local run
+    assert len(steps) == 2 * STEPS
+    assert not steps.duplicated(["task_id", "step"]).any()
+    assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    # each evaluated kernel recorded once (the killed call's result was never used)
+    kernels = trace.kernels_df()
+    assert not kernels.duplicated(["task_id", "kernel_id"]).any()
+    local_kernels = load_trace(local_trace).kernels_df()
+    assert sorted(kernels["kernel_id"]) == sorted(local_kernels["kernel_id"])
+
+
+def test_a_call_that_loses_every_actor_is_given_up_as_a_runtime_error(pool, monkeypatch):
+    from live.tasks.registry import resolve_task
+
+    k0 = resolve_task("builtin", "softmax").k0
+    monkeypatch.setattr(pool, "_submit", KillOnSubmit(pool, kill_at=1))
+    monkeypatch.setattr(pool, "max_attempts", 1)
+    before = _counts(pool)
+    result = pool.evaluate("softmax", k0, seed=0)
+    assert result.status == "runtime_error"
+    assert "evaluator actor lost 1 times" in result.error
+    assert pool.stats.given_up == before["given_up"] + 1
+    # the pool goes on: the next call is served by a live actor
+    again = pool.evaluate("softmax", k0, seed=0)
+    assert again.status == "ok" and again.correct
