@@ -146,6 +146,7 @@ class RayEvaluatorPool:
         ready_timeout_s: limit for an actor to start (import torch, warm its worker), and for a
             call to find a free actor when none is left.
         actor_cpus: CPUs each actor reserves (its worker compiles on the CPU).
+        runtime_env: Ray runtime environment of the actors (e.g. ``{"env_vars": {...}}``).
         address: the Ray cluster to join when Ray is not yet initialised (None: a local one).
     """
 
@@ -165,6 +166,7 @@ class RayEvaluatorPool:
         max_attempts: int = 3,
         ready_timeout_s: float = 900.0,
         actor_cpus: float = 1.0,
+        runtime_env: dict[str, Any] | None = None,
         address: str | None = None,
     ) -> None:
         if device not in ("auto", "cuda", "cpu"):
@@ -198,7 +200,7 @@ class RayEvaluatorPool:
         )
         self._actor_class = ray.remote(EvaluatorActor).options(
             num_gpus=1 if device == "cuda" else 0, num_cpus=actor_cpus, max_restarts=0,
-            max_concurrency=1,
+            max_concurrency=1, **({"runtime_env": runtime_env} if runtime_env else {}),
         )
         self.stats = PoolStats()
         self._lock = threading.Lock()

@@ -1,0 +1,137 @@
+"""Live collection throughput on Ray: the same run with 1, then 2 (or more) GPU actors.
+
+Each configuration runs `LiveRunner` with a `RayEvaluatorPool` of N actors (one per GPU) on the
+same tasks, policy, proposer and seed. With the `explore` policy (default) the decisions do not
+depend on measured times, so every configuration evaluates exactly the same candidates and
+attempts/s compare equal work. Timing starts once the actors are warm (their workers have
+imported torch and triton) and covers the whole run: k0 evaluations, proposals, candidate
+compile + check + timing, trace writes. Each configuration gets a fresh Triton cache
+(TRITON_CACHE_DIR, through the actors' runtime_env), so a later run does not reuse the earlier
+one's compiled kernels.
+
+Usage (on a machine with 2 GPUs)::
+
+    python benchmarks/bench_ray_live.py --actors 1,2 --steps 8 --in-flight 8 \
+        --json benchmarks/results/ray_live.json
+
+Prints one line per configuration (attempts, evaluations, wall s, attempts/s) and the ratio of
+each configuration's attempts/s to the first's (target for 2 GPUs vs 1: >= 1.8x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> dict:
+    from kbsim.trace.reader import load_trace
+    from live.backends.ray_pool import RayEvaluatorPool
+    from live.proposers import make_proposer
+    from live.runner import RunConfig
+    from live.runner.runner import LiveRunner
+
+    cache = work / f"triton-cache-{label}"
+    cache.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    pool = RayEvaluatorPool(args.tasks, actors=n_actors, device=args.device,
+                            timeout_s=args.eval_timeout, profile=False,
+                            runtime_env={"env_vars": {"TRITON_CACHE_DIR": str(cache)}})
+    warm_s = time.perf_counter() - started
+    out = work / f"trace-{label}"
+    config = RunConfig(out=str(out), tasks=args.tasks, policy=args.policy, steps=args.steps,
+                       seed=args.seed, device=args.device, profile="off",
+                       in_flight=args.in_flight, eval_timeout_s=args.eval_timeout)
+    try:
+        started = time.perf_counter()
+        LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=pool,
+                   device_lock=False).run()
+        wall_s = time.perf_counter() - started
+        info = pool.device_info
+        stats = dict(vars(pool.stats))
+    finally:
+        pool.close()
+    steps = load_trace(out).steps_df()
+    row = {
+        "actors": n_actors,
+        "devices": info.get("actor_devices"),
+        "attempts": int(len(steps)),
+        "evaluations": int(stats["calls"]),
+        "statuses": {str(k): int(v) for k, v in steps["status"].value_counts().items()},
+        "warm_up_s": warm_s,
+        "wall_s": wall_s,
+        "attempts_per_s": len(steps) / wall_s,
+        "evaluations_per_s": stats["calls"] / wall_s,
+        "pool_stats": stats,
+    }
+    print(f"actors={n_actors}  attempts={row['attempts']}  evaluations={row['evaluations']}  "
+          f"wall={wall_s:.1f} s  attempts/s={row['attempts_per_s']:.3f}  "
+          f"evaluations/s={row['evaluations_per_s']:.3f}  (actors warm in {warm_s:.1f} s)",
+          flush=True)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--actors", default="1,2",
+                        help="actor counts to run, in order; repeat to check noise, e.g. "
+                             "1,2,1,2 [1,2]")
+    parser.add_argument("--tasks", default="builtin")
+    parser.add_argument("--policy", default="explore")
+    parser.add_argument("--steps", type=int, default=8, help="attempts per task [8]")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--in-flight", type=int, default=8, help="tasks run concurrently [8]")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--eval-timeout", type=float, default=120.0)
+    parser.add_argument("--address", default=None, help="Ray cluster [a local instance]")
+    parser.add_argument("--work", default=None, help="directory for traces [a temp dir]")
+    parser.add_argument("--json", default=None, help="write the results here")
+    args = parser.parse_args(argv)
+
+    import ray
+
+    counts = [int(x) for x in args.actors.split(",") if x.strip()]
+    if args.address:
+        ray.init(address=args.address)
+    else:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    print(f"ray {ray.__version__}: {gpus} GPU(s), "
+          f"{int(ray.cluster_resources().get('CPU', 0))} CPU(s) in the cluster", flush=True)
+    if args.device == "cuda" and max(counts) > gpus:
+        print(f"need {max(counts)} GPUs, the cluster has {gpus}", file=sys.stderr)
+        return 2
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench_ray_live_"))
+    rows = [run_one(n, args, work, f"{i}-actors{n}") for i, n in enumerate(counts)]
+    base = rows[0]["attempts_per_s"]
+    for row in rows:
+        row["ratio_vs_first"] = row["attempts_per_s"] / base
+        print(f"actors={row['actors']}: {row['ratio_vs_first']:.2f}x the attempts/s of "
+              f"actors={rows[0]['actors']}")
+    if len({(r["attempts"], r["evaluations"]) for r in rows}) > 1:
+        print("note: the configurations did different work (a policy whose decisions depend on "
+              "timings?); compare evaluations/s", flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(),
+            "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+            "config": vars(args),
+            "runs": rows,
+        }, indent=2))
+    ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
