@@ -31,6 +31,7 @@ import ray
 
 from live.evaluator import EvalResult, Evaluator, kernel_id
 from live.evaluator.result import failure
+from live.evaluator.task_source import canonical_spec
 from live.profiler import NcuProfiler, ProfileResult
 
 log = logging.getLogger(__name__)
@@ -186,6 +187,8 @@ class RayEvaluatorPool:
         if device == "cuda" and n_actors > cluster_gpus:
             log.warning("%d GPU actors asked for but the cluster has %d GPUs now: the others "
                         "start when GPUs join", n_actors, cluster_gpus)
+        # TritonBench paths made absolute here: the actors' working directory is not ours
+        task_spec = canonical_spec(task_spec)
         self.task_spec = task_spec
         self.max_attempts = max_attempts
         self.ready_timeout_s = ready_timeout_s
