@@ -104,9 +104,21 @@ def _table(frame: pd.DataFrame, max_rows: int = 40) -> str:
     return f"<div class='tablewrap'>{text}</div>{more}"
 
 
+def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts become 'outer › inner' keys, so long parameter sets read as rows."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix} › {key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, name))
+        else:
+            flat[name] = value
+    return flat
+
+
 def _kv(mapping: dict[str, Any]) -> str:
     rows = []
-    for key, value in mapping.items():
+    for key, value in _flatten(mapping).items():
         shown = json.dumps(value, default=str) if isinstance(value, dict | list) else str(value)
         rows.append(f"<tr><td><b>{html.escape(str(key))}</b></td>"
                     f"<td>{html.escape(shown)}</td></tr>")
@@ -196,7 +208,8 @@ def run_report(input_path: str | Path | None, out_path: str | Path, *, seed: int
         if extra is not None:
             analysis.tables.update(extra.tables)
             analysis.figures.update(extra.figures)
-            analysis.context.update(extra.context)
+            label = extra.source
+            analysis.context.update({f"{label}: {k}": v for k, v in extra.context.items()})
             analysis.notes += extra.notes
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,18 +10,7 @@ import pytest
 
 from analysis import metrics
 from analysis.inputs import InputError, detect_kind, load_input
-from analysis.pipeline import analyze_input, clusters_of, markdown_table, write_analysis
-from tests.analysis.fixtures import write_results, write_trace
-
-
-@pytest.fixture(scope="module")
-def trace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_trace(tmp_path_factory.mktemp("trace") / "tr")
-
-
-@pytest.fixture(scope="module")
-def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_results(tmp_path_factory.mktemp("results") / "res")
+from analysis.pipeline import Analysis, analyze_input, clusters_of, markdown_table, write_analysis
 
 
 def test_detects_both_kinds(trace_dir: Path, results_dir: Path) -> None:
@@ -97,8 +86,8 @@ def test_analyze_results_end_to_end(results_dir: Path, tmp_path: Path) -> None:
     assert "## regret_slopes" in (tmp_path / "out" / "tables.md").read_text()
 
 
-def test_analyze_trace_end_to_end(trace_dir: Path) -> None:
-    analysis = analyze_input(load_input(trace_dir))
+def test_analyze_trace_end_to_end(trace_analysis: Analysis) -> None:
+    analysis = trace_analysis
     assert {"lipschitz", "covering", "cluster_validity", "metrics"} <= set(analysis.tables)
     validity = analysis.tables["cluster_validity"]
     assert set(validity["k"]) == set(range(1, 9))
