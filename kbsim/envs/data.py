@@ -52,6 +52,9 @@ class EnvData(NamedTuple):
     o_cost: np.ndarray  # (NO,) float64 USD
     tape_mean: np.ndarray  # (NK, S) mean o_reward of each tape, NaN if empty
     tape_nn: np.ndarray  # (NK, S) int64 nearest other kernel (phi) with outcomes for s, or -1
+    fit_nbr: np.ndarray  # (NK, S, knn) int64 fitted env: k nearest recorded parents with data
+    fit_nbr_n: np.ndarray  # (NK, S) int64 how many of fit_nbr are set
+    fit_mean: np.ndarray  # (NK, S) fitted env: mean reward of the model at each kernel
     syn_centers: np.ndarray  # (NT, K, dim) planted cluster centres
     syn_base: np.ndarray  # (NT, K, S) planted per-cluster x strategy mean improvement
     syn_hw: np.ndarray  # (NT, K, 3) planted hardware signature of each cluster
@@ -81,6 +84,9 @@ def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
         "o_cost": np.zeros(0),
         "tape_mean": np.zeros((0, s)),
         "tape_nn": np.zeros((0, s), np.int64),
+        "fit_nbr": np.zeros((0, s, 1), np.int64),
+        "fit_nbr_n": np.zeros((0, s), np.int64),
+        "fit_mean": np.zeros((0, s)),
         "syn_centers": np.zeros((n_tasks, 1, 1)),
         "syn_base": np.zeros((n_tasks, 1, s)),
         "syn_hw": np.zeros((n_tasks, 1, 3)),
@@ -118,9 +124,6 @@ class Scratch(NamedTuple):
 
     means: np.ndarray  # (max_pool, S) mean reward of every arm (pool member, strategy)
     cursor: np.ndarray  # (max_task_kernels, S) int64 next unread outcome of each tape
-    nbr: np.ndarray  # (max_pool, S, knn) int64 fitted env: recorded neighbours per member
-    nbr_n: np.ndarray  # (max_pool, S) int64 how many of nbr are set
-    dist: np.ndarray  # (max_task_kernels,) distances buffer
     child_phi: np.ndarray  # (5,)
     child_prof9: np.ndarray  # (9,)
     child_rt6: np.ndarray  # (6,)
@@ -132,13 +135,9 @@ def new_scratch(env: EnvData, max_pool: int) -> Scratch:
     """Working arrays sized for `env` and pools of at most `max_pool` members."""
     s = N_STRATEGIES
     n_kernels = max(1, int(env.iparams[I_MAX_TASK_KERNELS]))
-    knn = max(1, int(env.iparams[I_KNN]))
     return Scratch(
         means=np.full((max_pool, s), np.nan),
         cursor=np.zeros((n_kernels, s), np.int64),
-        nbr=np.full((max_pool, s, knn), -1, np.int64),
-        nbr_n=np.zeros((max_pool, s), np.int64),
-        dist=np.zeros(n_kernels),
         child_phi=np.zeros(len(PHI_DIMS)),
         child_prof9=np.zeros(len(PROFILE_DIMS)),
         child_rt6=np.zeros(len(RUNTIME_DIMS)),

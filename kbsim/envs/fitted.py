@@ -10,6 +10,11 @@ rescaled to the new runtime. Success probability and the runtime-ratio distribut
 those of the neighbours. The exact mean reward of an arm under the model is the average of the
 neighbours' tape means, so pseudo-regret is exact for the fitted model. A strategy with no
 recorded outcome in the task fails at once with no tokens (mean 0).
+
+NOTE (D4): a pool member's neighbours are those of the recorded kernel its features come from
+(k0, or the recorded child an outcome was drawn from), found once at build time in that kernel's
+recorded phi; they are not searched again for the member's rescaled runtime (phi[0]). This keeps
+a step O(1) (the ablation-grid target) at the cost of ignoring the runtime shift in the distance.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def build_fitted(
     """The fitted environment of a trace's steps and kernels tables (k = `knn` neighbours)."""
     if knn < 1:
         raise ValueError(f"knn must be >= 1, got {knn}.")
-    fields, task_ids = compile_recorded(steps, kernels, tasks)
+    fields, task_ids = compile_recorded(steps, kernels, tasks, knn=knn)
     fields["iparams"][I_KNN] = knn
     return Env(
         name="fitted",
@@ -52,64 +57,14 @@ def build_fitted(
 
 
 @njit(cache=True)
-def fitted_neighbours(env, task: int, phi: np.ndarray, member: int, scratch) -> None:
-    """Fill scratch.nbr[member] / nbr_n[member] with the k nearest recorded parents per strategy."""
-    k_lo, k_hi = env.task_kstart[task], env.task_kstart[task + 1]
-    n = k_hi - k_lo
-    dist = scratch.dist[:n]
-    for j in range(n):
-        d2 = 0.0
-        for d in range(5):
-            diff = (phi[d] - env.k_phi[k_lo + j, d]) / env.task_scale[task, d]
-            d2 += diff * diff
-        dist[j] = d2
-    order = np.argsort(dist, kind="mergesort")
-    knn = env.iparams[I_KNN]
-    for s in range(N_STRATEGIES):
-        count = 0
-        for idx in order:
-            row = k_lo + idx
-            slot = row * N_STRATEGIES + s
-            if env.tape_start[slot + 1] > env.tape_start[slot]:
-                scratch.nbr[member, s, count] = row
-                count += 1
-                if count == knn:
-                    break
-        scratch.nbr_n[member, s] = count
-
-
-@njit(cache=True)
-def fitted_arm_mean(env, scratch, member: int, s: int) -> float:
-    count = scratch.nbr_n[member, s]
-    if count == 0:
-        return 0.0
-    total = 0.0
-    for i in range(count):
-        total += env.tape_mean[scratch.nbr[member, s, i], s]
-    return total / count
-
-
-@njit(cache=True)
-def fitted_arm_means(env, scratch, member: int, out: np.ndarray) -> None:
-    """out[s] = fitted_arm_mean(env, scratch, member, s) for every strategy."""
-    mean_table, nbr, nbr_n = env.tape_mean, scratch.nbr, scratch.nbr_n
-    for s in range(out.shape[0]):
-        count = nbr_n[member, s]
-        total = 0.0
-        for i in range(count):
-            total += mean_table[nbr[member, s, i], s]
-        out[s] = total / count if count > 0 else 0.0
-
-
-@njit(cache=True)
-def fitted_pick(env, scratch, member: int, s: int, rng: np.ndarray) -> int:
-    """Outcome row drawn from the model for (pool member, strategy), -1 if there is no data."""
-    count = scratch.nbr_n[member, s]
+def fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, key, s, rng) -> int:
+    """Outcome row drawn from the model for (member with kernel row `key`, strategy), or -1."""
+    count = fit_nbr_n[key, s]
     if count == 0:
         return -1
-    row = scratch.nbr[member, s, rand_int(rng, count)]
+    row = fit_nbr[key, s, rand_int(rng, count)]
     slot = row * N_STRATEGIES + s
-    lo, hi = env.tape_start[slot], env.tape_start[slot + 1]
+    lo, hi = tape_start[slot], tape_start[slot + 1]
     return lo + rand_int(rng, hi - lo)
 
 

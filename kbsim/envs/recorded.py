@@ -97,7 +97,7 @@ def _fill_median(values: np.ndarray) -> np.ndarray:
 
 
 def compile_recorded(
-    steps: pa.Table, kernels: pa.Table, tasks: Sequence[str] | None = None
+    steps: pa.Table, kernels: pa.Table, tasks: Sequence[str] | None = None, knn: int = 5
 ) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
     """(EnvData fields, task ids) of the tape/fitted arrays; iparams/fparams left to the caller."""
     check_columns(steps, kernels)
@@ -123,7 +123,7 @@ def compile_recorded(
         k: []
         for k in (
             "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_child o_child_ms o_parent_ms o_reward "
-            "o_tokens o_cost tape_mean tape_nn tape_counts"
+            "o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean tape_counts"
         ).split()
     }
     fields = empty_env(len(task_ids))
@@ -187,6 +187,25 @@ def compile_recorded(
                 best = d.argmin(axis=1)
                 ok = np.isfinite(d[np.arange(n_k), best])
                 nn[ok, s] = best[ok] + offset
+        # fitted env: the k nearest recorded parents (self included) with outcomes for s
+        np.fill_diagonal(dist, 0.0)
+        fit_nbr = np.full((n_k, s_count, knn), -1, np.int64)
+        fit_n = np.zeros((n_k, s_count), np.int64)
+        fit_mean = np.zeros((n_k, s_count))
+        for s in range(s_count):
+            has = counts.reshape(n_k, s_count)[:, s] > 0
+            if not has.any():
+                continue
+            d = np.where(has[None, :], dist, np.inf)
+            nb_order = np.argsort(d, axis=1, kind="stable")[:, :knn]
+            valid = np.isfinite(np.take_along_axis(d, nb_order, axis=1))
+            fit_nbr[:, s, : nb_order.shape[1]] = np.where(valid, nb_order + offset, -1)
+            fit_n[:, s] = valid.sum(axis=1)
+            nb_mean = np.where(valid, mean[np.where(valid, nb_order, 0), s], 0.0)
+            fit_mean[:, s] = nb_mean.sum(axis=1) / np.maximum(fit_n[:, s], 1)
+        blocks["fit_nbr"].append(fit_nbr)
+        blocks["fit_nbr_n"].append(fit_n)
+        blocks["fit_mean"].append(fit_mean)
         blocks["k_phi"].append(phi)
         blocks["k_hw"].append(hw)
         blocks["k_prof9"].append(_fill_median(_fixed_list(tk["profile9"], 9)))

@@ -1,8 +1,8 @@
-"""The compiled environment interface the replay engine calls, dispatched on the env kind.
+"""The compiled environment interface, dispatched on the env kind.
 
 - `env_init`: put the task's initial kernels in the pool (k0 first); returns k0's runtime;
-- `env_on_add`: after a kernel joined the pool, compute the mean reward of its arms (and, for the
-  fitted env, its neighbours); returns the best of them (NaN if none known);
+- `env_on_add`: after a kernel joined the pool, write the mean reward of its arms into
+  scratch.means[idx]; returns the best of them (NaN if none is known);
 - `env_step`: one attempt on (parent, strategy) -> (status, child_ms, child_key, tokens, cost_usd)
   with status 1 = correct child (features written to scratch.child_*), 0 = failure,
   -1 = episode truncated (tape env, ``stop``);
@@ -13,6 +13,9 @@ the recorded kernel row the member's features come from.
 
 The env rng is separate from the policy rng, so environment draws never shift the policy's random
 stream (this is what makes a tape replay of the logging policy exact).
+
+These take whole NamedTuples and suit step-by-step callers (`kbsim.replay.record`); the engine's
+hot loop calls the `*_arrays` kernels underneath with only the arrays they read.
 """
 
 from __future__ import annotations
@@ -20,12 +23,33 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_TOKENS, SYNTHETIC
-from kbsim.envs.fitted import fitted_arm_means, fitted_neighbours, fitted_pick, rescale_features
-from kbsim.envs.synthetic import syn_arm_means, syn_features, syn_hw, syn_step
-from kbsim.envs.tape import tape_arm_means, tape_pick
+from kbsim.envs.data import (
+    F_USD_PER_TOKEN,
+    FITTED,
+    I_ON_EXHAUST,
+    I_TOKENS,
+    STOP,
+    SYNTHETIC,
+)
+from kbsim.envs.fitted import fitted_pick_arrays, rescale_features
+from kbsim.envs.synthetic import (
+    syn_arm_means_arrays,
+    syn_features_arrays,
+    syn_hw,
+    syn_step_arrays,
+)
+from kbsim.envs.tape import tape_arm_means_arrays, tape_pick
 from kbsim.policies.state import pool_add
-from kbsim.strategies import N_STRATEGIES
+
+
+@njit(cache=True)
+def row_max(row: np.ndarray) -> float:
+    """Largest non-NaN value of a row (NaN if all are NaN)."""
+    best = np.nan
+    for value in row:
+        if not np.isnan(value) and (np.isnan(best) or value > best):
+            best = value
+    return best
 
 
 @njit(cache=True)
@@ -38,8 +62,8 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
             row = first + i
             ms = env.k_ms[row]
             label = i % env.syn_base.shape[1]
-            syn_features(env, task, label, env.k_phi[row], ms, scratch.child_prof9,
-                         scratch.child_rt6)
+            syn_features_arrays(env.syn_hw, env.iparams, task, label, env.k_phi[row], ms,
+                                scratch.child_prof9, scratch.child_rt6)
             pool_add(pool, env.k_phi[row], scratch.hw, scratch.child_prof9, scratch.child_rt6,
                      ms, label)
         return env.k_ms[first]
@@ -53,26 +77,44 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
 def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
     row = scratch.means[idx]
+    key = pool.key[idx]
     if kind == SYNTHETIC:
-        syn_arm_means(env, task, pool.key[idx], pool.phi[idx], row)
+        syn_arm_means_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, key,
+                             pool.phi[idx], row)
     elif kind == FITTED:
-        fitted_neighbours(env, task, pool.phi[idx], idx, scratch)
-        fitted_arm_means(env, scratch, idx, row)
+        row[:] = env.fit_mean[key]
     else:
-        tape_arm_means(env, pool.key[idx], row)
-    best = np.nan
-    for s in range(N_STRATEGIES):
-        mean = row[s]
-        if not np.isnan(mean) and (np.isnan(best) or mean > best):
-            best = mean
-    return best
+        tape_arm_means_arrays(env.tape_mean, env.tape_nn, env.iparams[I_ON_EXHAUST] == STOP, key,
+                              row)
+    return row_max(row)
 
 
 @njit(cache=True)
-def _copy_recorded(env, row, scratch) -> None:
-    scratch.child_phi[:] = env.k_phi[row]
-    scratch.child_prof9[:] = env.k_prof9[row]
-    scratch.child_rt6[:] = env.k_rt6[row]
+def recorded_outcome(
+    o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
+    row, own, rescale, parent_ms, child_phi, child_prof9, child_rt6,
+):
+    """(status, child_ms, child_key, tokens, cost) of recorded outcome `row` for a parent running
+    in parent_ms: the recorded runtime on its own tape, else the recorded runtime ratio applied
+    to parent_ms; the child's features are the recorded child's (rescaled to the new runtime
+    when `rescale`)."""
+    if row < 0:
+        return 0, np.nan, -1, 0, 0.0
+    tokens = o_tokens[row]
+    cost = o_cost[row]
+    if not o_success[row]:
+        return 0, np.nan, -1, tokens, cost
+    if own:
+        child_ms = o_child_ms[row]
+    else:
+        child_ms = parent_ms * (o_child_ms[row] / o_parent_ms[row])
+    child = o_child[row]
+    child_phi[:] = k_phi[child]
+    child_prof9[:] = k_prof9[child]
+    child_rt6[:] = k_rt6[child]
+    if rescale:
+        rescale_features(child_phi, child_rt6, child_ms)
+    return 1, child_ms, child, tokens, cost
 
 
 @njit(cache=True)
@@ -82,16 +124,21 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
         tokens = env.iparams[I_TOKENS]
         cost = tokens * env.fparams[F_USD_PER_TOKEN]
         scratch.served[0] += 1
-        ok, child_ms, label = syn_step(env, task, pool.key[parent], pool.phi[parent],
-                                       pool.ms[parent], s, rng, scratch.child_phi)
+        ok, child_ms, label = syn_step_arrays(
+            env.syn_centers, env.syn_base, env.fparams, env.iparams, task, pool.key[parent],
+            pool.phi[parent], pool.ms[parent], s, rng, scratch.child_phi,
+        )
         if not ok:
             return 0, np.nan, -1, tokens, cost
-        syn_features(env, task, label, scratch.child_phi, child_ms, scratch.child_prof9,
-                     scratch.child_rt6)
+        syn_features_arrays(env.syn_hw, env.iparams, task, label, scratch.child_phi, child_ms,
+                            scratch.child_prof9, scratch.child_rt6)
         return 1, child_ms, label, tokens, cost
     if kind == FITTED:
-        row = fitted_pick(env, scratch, parent, s, rng)
+        row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, pool.key[parent], s,
+                                 rng)
         own = False
+        if row >= 0:
+            scratch.served[0] += 1
     else:
         row, own, fresh, truncate = tape_pick(env, task, pool.key[parent], s, scratch.cursor,
                                               rng)
@@ -99,23 +146,11 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
             return -1, np.nan, -1, 0, 0.0
         if fresh:
             scratch.served[0] += 1
-    if row < 0:
-        return 0, np.nan, -1, 0, 0.0
-    if kind == FITTED:
-        scratch.served[0] += 1
-    tokens = env.o_tokens[row]
-    cost = env.o_cost[row]
-    if not env.o_success[row]:
-        return 0, np.nan, -1, tokens, cost
-    if own:
-        child_ms = env.o_child_ms[row]
-    else:
-        child_ms = pool.ms[parent] * (env.o_child_ms[row] / env.o_parent_ms[row])
-    child = env.o_child[row]
-    _copy_recorded(env, child, scratch)
-    if kind == FITTED:
-        rescale_features(scratch.child_phi, scratch.child_rt6, child_ms)
-    return 1, child_ms, child, tokens, cost
+    return recorded_outcome(
+        env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens, env.o_cost,
+        env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, pool.ms[parent],
+        scratch.child_phi, scratch.child_prof9, scratch.child_rt6,
+    )
 
 
 @njit(cache=True)

@@ -284,14 +284,24 @@ def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
     return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
+# The *_arrays kernels take only the arrays they read: every array crossing a compiled call
+# boundary costs a reference-count increment and decrement, so the engine's per-step path
+# passes a few arrays rather than the whole EnvData (see kbsim.replay.engine).
+
+
 @njit(cache=True)
-def syn_arm_means(env, task: int, label: int, phi: np.ndarray, out: np.ndarray) -> None:
-    """out[s] = syn_arm_mean(..., s) for every strategy (arrays fetched once: cheaper)."""
-    centers, base, fp = env.syn_centers, env.syn_base, env.fparams
-    dim = env.iparams[I_DIM]
+def syn_arm_means_arrays(centers, base, fp, ip, task, label, phi, out) -> None:
+    """out[s] = exact mean v2 reward of every strategy s on the kernel (phi, label)."""
+    dim = ip[I_DIM]
     for s in range(out.shape[0]):
         m = _improvement(centers, base, fp[F_L], dim, task, label, phi, s)
         out[s] = (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
+
+
+@njit(cache=True)
+def syn_arm_means(env, task: int, label: int, phi: np.ndarray, out: np.ndarray) -> None:
+    syn_arm_means_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, label,
+                         phi, out)
 
 
 @njit(cache=True)
@@ -301,14 +311,10 @@ def syn_hw(env, task: int, label: int, out_hw: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def syn_features(
-    env, task: int, label: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray,
-    out_rt6: np.ndarray,
-) -> None:
+def syn_features_arrays(hw_table, ip, task, label, phi, ms, out_prof9, out_rt6) -> None:
     """v1's 9-dim profile and 6-dim runtime vector of a synthetic kernel (plain functions of x)."""
-    dim = env.iparams[I_DIM]
-    j = label
-    sm, dram, l2 = env.syn_hw[task, j, 0], env.syn_hw[task, j, 1], env.syn_hw[task, j, 2]
+    dim = ip[I_DIM]
+    sm, dram, l2 = hw_table[task, label, 0], hw_table[task, label, 1], hw_table[task, label, 2]
     out_prof9[0] = 100.0 - 0.5 * l2
     out_prof9[1] = dram
     out_prof9[2] = sm
@@ -324,26 +330,29 @@ def syn_features(
 
 
 @njit(cache=True)
-def syn_step(
-    env, task: int, label: int, parent_phi: np.ndarray, parent_ms: float, s: int,
-    rng: np.ndarray, out_phi: np.ndarray,
-) -> tuple[bool, float, int]:
+def syn_features(
+    env, task: int, label: int, phi: np.ndarray, ms: float, out_prof9: np.ndarray,
+    out_rt6: np.ndarray,
+) -> None:
+    syn_features_arrays(env.syn_hw, env.iparams, task, label, phi, ms, out_prof9, out_rt6)
+
+
+@njit(cache=True)
+def syn_step_arrays(centers, base, fp, ip, task, label, parent_phi, parent_ms, s, rng, out_phi):
     """One attempt: (success, child_ms, child label); writes the child's phi into out_phi.
 
     Draws, in order: one uniform (failure), one normal (noise), one uniform (jump) and, for a
     jump, one integer (cluster), then dim normals (position).
     """
-    fp = env.fparams
-    centers = env.syn_centers
-    dim = env.iparams[I_DIM]
+    dim = ip[I_DIM]
     if rand_uniform(rng) < fp[F_FAIL]:
         return False, np.nan, -1
-    g = _improvement(centers, env.syn_base, fp[F_L], dim, task, label, parent_phi, s)
+    g = _improvement(centers, base, fp[F_L], dim, task, label, parent_phi, s)
     g = min(max(g + fp[F_NOISE] * rand_normal(rng), fp[F_GMIN]), fp[F_GMAX])
     child_ms = parent_ms * (1.0 - g)
     child_label = label
     if rand_uniform(rng) < fp[F_JUMP]:
-        j = rand_int(rng, env.iparams[I_K])
+        j = rand_int(rng, ip[I_K])
         child_label = j
         for d in range(dim):
             out_phi[d] = centers[task, j, d] + fp[F_SPREAD] * rand_normal(rng)
@@ -353,3 +362,10 @@ def syn_step(
     for d in range(dim, 5):
         out_phi[d] = out_phi[d % dim]
     return True, child_ms, child_label
+
+
+@njit(cache=True)
+def syn_step(env, task, label, parent_phi, parent_ms, s, rng, out_phi):
+    """`syn_step_arrays` on an EnvData."""
+    return syn_step_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, label,
+                           parent_phi, parent_ms, s, rng, out_phi)

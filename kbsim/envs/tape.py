@@ -73,39 +73,44 @@ def tape_arm_mean(env, key: int, s: int) -> float:
 
 
 @njit(cache=True)
-def tape_arm_means(env, key: int, out: np.ndarray) -> None:
-    """out[s] = tape_arm_mean(env, key, s) for every strategy (arrays fetched once)."""
-    mean_table, nn_table = env.tape_mean, env.tape_nn
-    stop = env.iparams[I_ON_EXHAUST] == STOP
+def tape_arm_means_arrays(tape_mean, tape_nn, stop, key, out) -> None:
+    """out[s] = tape_arm_mean(env, key, s) for every strategy."""
     for s in range(out.shape[0]):
-        mean = mean_table[key, s]
+        mean = tape_mean[key, s]
         if np.isnan(mean) and not stop:
-            nn = nn_table[key, s]
+            nn = tape_nn[key, s]
             if nn >= 0:
-                mean = mean_table[nn, s]
+                mean = tape_mean[nn, s]
         out[s] = mean
 
 
 @njit(cache=True)
-def tape_pick(env, task: int, key: int, s: int, cursor: np.ndarray, rng: np.ndarray):
-    """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s."""
-    k_local = key - env.task_kstart[task]
+def tape_pick_arrays(tape_start, tape_nn, k_first, mode, key, s, cursor, rng):
+    """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s;
+    k_first is the task's first kernel row, mode the on-exhaust rule."""
+    k_local = key - k_first
     slot = key * N_STRATEGIES + s
-    lo, hi = env.tape_start[slot], env.tape_start[slot + 1]
+    lo, hi = tape_start[slot], tape_start[slot + 1]
     used = cursor[k_local, s]
     if lo + used < hi:
         cursor[k_local, s] = used + 1
         return lo + used, True, True, False
-    mode = env.iparams[I_ON_EXHAUST]
     if mode == STOP:
         return -1, True, False, True
     if mode != NEAREST and hi > lo:
         return lo + rand_int(rng, hi - lo), True, False, False
-    nn = env.tape_nn[key, s]
+    nn = tape_nn[key, s]
     if nn >= 0:
         slot = nn * N_STRATEGIES + s
-        lo2, hi2 = env.tape_start[slot], env.tape_start[slot + 1]
+        lo2, hi2 = tape_start[slot], tape_start[slot + 1]
         return lo2 + rand_int(rng, hi2 - lo2), False, False, False
     if hi > lo:
         return lo + rand_int(rng, hi - lo), True, False, False
     return -1, True, False, False
+
+
+@njit(cache=True)
+def tape_pick(env, task: int, key: int, s: int, cursor: np.ndarray, rng: np.ndarray):
+    """`tape_pick_arrays` on an EnvData."""
+    return tape_pick_arrays(env.tape_start, env.tape_nn, env.task_kstart[task],
+                            env.iparams[I_ON_EXHAUST], key, s, cursor, rng)

@@ -34,7 +34,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, env_step
+from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_ON_EXHAUST, I_TOKENS, STOP, SYNTHETIC
+from kbsim.envs.fitted import fitted_pick_arrays
+from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
+from kbsim.envs.synthetic import syn_arm_means_arrays, syn_features_arrays, syn_step_arrays
+from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
 from kbsim.policies.kernels import prepare, representatives, select, update
 from kbsim.policies.state import pool_add
 from kbsim.replay._copy import copy_into
@@ -104,19 +108,48 @@ def run_episode(
     pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
     prng, erng, steps, e, out, ep_out,
 ) -> None:
-    """Run one episode in place (state, pool, scratch already reset) and record row e."""
-    record = out.reward.shape[1] > 0
+    """Run one episode in place (state already reset) and record row e of out / ep_out.
+
+    Every array crossing a compiled call costs a reference-count increment and decrement, so
+    the arrays of env, scratch and out are taken out once here and the per-step calls get only
+    the few arrays they read (the env's `*_arrays` kernels).
+    """
     pool.n[0] = 0
     scratch.served[0] = 0
     scratch.cursor[:, :] = 0
     k0_ms = env_init(ekind, env, task, pool, scratch, n_init)
+    # env arrays, once per episode
+    centers, base, syn_hw_table = env.syn_centers, env.syn_base, env.syn_hw
+    efp, eip = env.fparams, env.iparams
+    fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
+    tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
+    o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
+    o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
+    k_phi, k_prof9, k_rt6 = env.k_phi, env.k_prof9, env.k_rt6
+    k_first = env.task_kstart[task]
+    mode = eip[I_ON_EXHAUST]
+    stop = mode == STOP
+    syn_tokens = eip[I_TOKENS]
+    syn_cost = syn_tokens * efp[F_USD_PER_TOKEN]
+    # pool and scratch arrays
+    p_phi, p_ms, p_key, p_n = pool.phi, pool.ms, pool.key, pool.n
+    means, cursor, nan_hw = scratch.means, scratch.cursor, scratch.hw
+    child_phi, child_prof9, child_rt6 = scratch.child_phi, scratch.child_prof9, scratch.child_rt6
+    # outputs
+    record = out.reward.shape[1] > 0
+    o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
+    o_reward, o_arm, o_best, o_regret = out.reward, out.arm_mean, out.best_mean, out.regret
+    o_cum, o_speed, o_pool, o_tok, o_usd = (out.cum_regret, out.best_speedup, out.pool_size,
+                                            out.tokens, out.cost_usd)
+
     best_mean = np.nan
     best_ms = np.inf
-    for i in range(pool.n[0]):
+    for i in range(p_n[0]):
         b = env_on_add(ekind, env, task, pool, scratch, i)
         if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
             best_mean = b
-        best_ms = min(best_ms, pool.ms[i])
+        best_ms = min(best_ms, p_ms[i])
+    served = 0
     cum_regret = 0.0
     tokens = 0
     cost = 0.0
@@ -128,15 +161,41 @@ def run_episode(
             for r in reps:
                 env_reveal_hw(ekind, env, task, pool, r)
         cluster, s, parent, _ = select(pkind, fparams, iparams, state, pool, prng)
-        status, child_ms, child_key, tok, c = env_step(ekind, env, task, pool, scratch, parent,
-                                                        s, erng)
-        if status < 0:
-            steps_run = t
-            break
+        parent_key = p_key[parent]
+        # --- the environment's answer
+        if ekind == SYNTHETIC:
+            served += 1
+            tok, c = syn_tokens, syn_cost
+            ok, child_ms, child_key = syn_step_arrays(centers, base, efp, eip, task, parent_key,
+                                                      p_phi[parent], p_ms[parent], s, erng,
+                                                      child_phi)
+            status = 1 if ok else 0
+            if ok:
+                syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi, child_ms,
+                                    child_prof9, child_rt6)
+        else:
+            if ekind == FITTED:
+                row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s, erng)
+                own = False
+                if row >= 0:
+                    served += 1
+            else:
+                row, own, fresh, truncate = tape_pick_arrays(tape_start, tape_nn, k_first, mode,
+                                                             parent_key, s, cursor, erng)
+                if truncate:
+                    steps_run = t
+                    break
+                if fresh:
+                    served += 1
+            status, child_ms, child_key, tok, c = recorded_outcome(
+                o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9,
+                k_rt6, row, own, ekind == FITTED, p_ms[parent], child_phi, child_prof9,
+                child_rt6,
+            )
         success = status == 1
         reward = update(pkind, fparams, iparams, state, pool, cluster, s, parent, child_ms,
                         success)
-        arm_mean = scratch.means[parent, s]
+        arm_mean = means[parent, s]
         regret = best_mean - arm_mean
         if not np.isnan(regret):
             cum_regret += regret
@@ -147,29 +206,36 @@ def run_episode(
             if child_ms < best_ms:
                 best_ms = child_ms
             if grows:
-                key = child_key
-                idx = pool_add(pool, scratch.child_phi, scratch.hw, scratch.child_prof9,
-                               scratch.child_rt6, child_ms, key)
+                idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
+                               child_key)
                 if idx >= 0:
-                    b = env_on_add(ekind, env, task, pool, scratch, idx)
+                    row_means = means[idx]
+                    if ekind == SYNTHETIC:
+                        syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
+                                             p_phi[idx], row_means)
+                    elif ekind == FITTED:
+                        row_means[:] = fit_mean[child_key]
+                    else:
+                        tape_arm_means_arrays(tape_mean, tape_nn, stop, child_key, row_means)
+                    b = row_max(row_means)
                     if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
                         best_mean = b
         if record:
-            out.cluster[e, t] = cluster
-            out.strategy[e, t] = s
-            out.parent[e, t] = parent
-            out.success[e, t] = success
-            out.reward[e, t] = reward
-            out.arm_mean[e, t] = arm_mean
-            out.best_mean[e, t] = step_best_mean
-            out.regret[e, t] = regret
-            out.cum_regret[e, t] = cum_regret
-            out.best_speedup[e, t] = k0_ms / best_ms
-            out.pool_size[e, t] = pool.n[0]
-            out.tokens[e, t] = tokens
-            out.cost_usd[e, t] = cost
+            o_cluster[e, t] = cluster
+            o_strategy[e, t] = s
+            o_parent[e, t] = parent
+            o_succ[e, t] = success
+            o_reward[e, t] = reward
+            o_arm[e, t] = arm_mean
+            o_best[e, t] = step_best_mean
+            o_regret[e, t] = regret
+            o_cum[e, t] = cum_regret
+            o_speed[e, t] = k0_ms / best_ms
+            o_pool[e, t] = p_n[0]
+            o_tok[e, t] = tokens
+            o_usd[e, t] = cost
     ep_out.steps_run[e] = steps_run
-    ep_out.served[e] = scratch.served[0]
+    ep_out.served[e] = served
     ep_out.final_speedup[e] = k0_ms / best_ms
     ep_out.cum_regret[e] = cum_regret
     ep_out.tokens[e] = tokens

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kbsim.envs.data import new_scratch
-from kbsim.envs.fitted import build_fitted, fitted_arm_mean, fitted_neighbours, fitted_pick
+from kbsim.envs.fitted import build_fitted, fitted_pick_arrays
 from kbsim.envs.tape import build_tape
 from kbsim.replay.sweep import run_sweep
 from kbsim.rng import new_rng
@@ -81,11 +80,11 @@ def test_tape_regret_is_measured_against_tape_means(tables) -> None:
 
 
 @njit
-def _mc_fitted(env, scratch, s, rng, n):
+def _mc_fitted(env, key, s, rng, n):
     total = 0.0
-    parent_ms = env.k_ms[env.task_k0[0]]
+    parent_ms = env.k_ms[key]
     for _ in range(n):
-        row = fitted_pick(env, scratch, 0, s, rng)
+        row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, key, s, rng)
         if row >= 0 and env.o_success[row]:
             child_ms = parent_ms * env.o_child_ms[row] / env.o_parent_ms[row]
             total += max(0.0, (parent_ms - child_ms) / parent_ms)
@@ -95,14 +94,14 @@ def _mc_fitted(env, scratch, s, rng, n):
 def test_fitted_model_mean_is_the_mean_of_its_draws(tables) -> None:
     env = build_fitted(*tables, knn=4)
     data = env.data
-    scratch = new_scratch(data, 4)
-    fitted_neighbours(data, 0, data.k_phi[data.task_k0[0]], 0, scratch)
-    assert (scratch.nbr_n[0] == 4).all()
-    assert data.task_k0[0] in scratch.nbr[0, :, 0]  # k0 is its own nearest recorded parent
+    k0 = data.task_k0[0]
+    assert (data.fit_nbr_n[k0] == 4).all()
+    assert k0 in data.fit_nbr[k0, :, 0]  # k0 is its own nearest recorded parent
     rng = new_rng(3)
     for s in range(N_STRATEGIES):
-        exact = fitted_arm_mean(data, scratch, 0, s)
-        assert _mc_fitted(data, scratch, s, rng, 60_000) == pytest.approx(exact, abs=0.006)
+        exact = data.fit_mean[k0, s]
+        assert exact == pytest.approx(np.mean(data.tape_mean[data.fit_nbr[k0, s], s]))
+        assert _mc_fitted(data, k0, s, rng, 60_000) == pytest.approx(exact, abs=0.006)
 
 
 def test_fitted_env_has_an_unlimited_horizon(tables) -> None:
