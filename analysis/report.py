@@ -42,7 +42,9 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("pool", "Clusters versus pool size",
      "The paper's central claim: with K clusters fixed, clustered KernelBand's regret should not "
      "grow with the number of kernels n (β ≈ 0 in R(T) ∝ n^β), while a flat bandit over "
-     "(kernel, strategy) pairs pays for every kernel (β > 0). Intervals are bootstrap over seeds.",
+     "(kernel, strategy) pairs pays for every kernel (β > 0) until n·|S| exceeds what T can "
+     "explore, where it saturates (so its β depends on T). Intervals resample seeds and pool "
+     "sizes, so the scatter of each size's instance around the fitted line counts.",
      ["pool"], ["pool_beta", "pool_points"]),
     ("speedup", "Speedup over iterations and cost",
      "Geometric mean over runs of the best speedup found so far, against attempts (left; the "
@@ -147,7 +149,9 @@ def _verdict(section: str, tables: dict[str, pd.DataFrame]) -> str:
         sig = int((at3["combined_p"] < 0.05).sum())
         parts.append(f"at K = 3, {sig} of {len(at3)} strategies have rewards that differ "
                      f"significantly between clusters (p < 0.05)")
-    return ("<p class='verdict'>" + html.escape("; ".join(parts)) + ".</p>") if parts else ""
+    if not parts:
+        return ""
+    return "<ul class='verdict'>" + "".join(f"<li>{html.escape(p)}</li>" for p in parts) + "</ul>"
 
 
 def render_report(analysis: Analysis, *, title: str | None = None) -> str:
