@@ -63,6 +63,21 @@ def psi_ref(w: np.ndarray, s: int, x: np.ndarray) -> float:
     return sigmoid_ref(seqsum(w[s] * x))
 
 
+def _psi_all(w: np.ndarray, prof9: np.ndarray) -> np.ndarray:
+    """psi(s, phi9(k)) for every kernel k and strategy s (0.5 where the profile is unknown);
+    the same sequential dot products as `psi_ref`, batched."""
+    known = ~np.isnan(prof9).any(axis=1)
+    x = np.zeros((len(prof9), 10))
+    x[:, :9] = prof9 / 100.0
+    x[:, 5] = prof9[:, 5] / 255.0
+    x[:, 6] = [math.log1p(max(v, 0.0)) / 10.0 if ok else 0.0
+               for v, ok in zip(prof9[:, 6], known, strict=True)]
+    x[:, 9] = 1.0
+    logits = np.cumsum(x[:, None, :] * w[None, :, :], axis=2)[:, :, -1]
+    prior = np.array([[sigmoid_ref(z) for z in row] for row in logits]).reshape(logits.shape)
+    return np.where(known[:, None], prior, 0.5)
+
+
 def sgd_step_ref(w: np.ndarray, s: int, x: np.ndarray, y: float, lr: float) -> None:
     """Logistic loss gradient step: w_s -= lr * (psi(s, x) - y) * x."""
     g = psi_ref(w, s, x) - y
@@ -145,12 +160,9 @@ def select_v1_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.ndar
     pulled = state.cnt > 0.0
     bonus = np.full(state.cnt.shape, np.inf)
     bonus[pulled] = np.sqrt(2.0 * log_t / state.cnt[pulled])
-    value = np.empty((n, n_strategies))
-    for k in range(n):
-        x = profile_features_ref(pool.prof9[k])
-        c = state.assign[k]
-        prior = [0.5 if x is None else psi_ref(state.w, s, x) for s in range(n_strategies)]
-        value[k] = state.mu[c] + bonus[c] + spec.params["alpha"] * np.array(prior)
+    prior = _psi_all(state.w, pool.prof9[:n])  # (kernels, strategies)
+    clusters = state.assign[:n]
+    value = state.mu[clusters] + bonus[clusters] + spec.params["alpha"] * prior
     k, s = np.unravel_index(np.argmax(value), value.shape)
     return int(state.assign[k]), int(s), int(k), 1.0
 
