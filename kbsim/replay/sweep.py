@@ -148,8 +148,12 @@ def _summary_rows(
 
 def _write_atomic(table: pa.Table, path: Path) -> None:
     tmp = path.with_name("." + path.name + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:  # disk full, killed: never leave a partial file behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> tuple:

@@ -120,11 +120,15 @@ def _tmp_path(final: Path) -> Path:
 def atomic_write_bytes(final: Path, payload: bytes) -> None:
     """Write `payload` to `final` so that `final` is either absent/old or complete and durable."""
     tmp = _tmp_path(final)
-    with open(tmp, "wb") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    except BaseException:  # disk full, say: no partial file left behind
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(final.parent)
 
 

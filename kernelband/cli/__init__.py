@@ -35,6 +35,13 @@ class LazyGroup(click.Group):
         module, attr, _ = _COMMANDS[cmd_name]
         return getattr(importlib.import_module(module), attr)
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:  # disk full, permission denied: one sentence, exit 1
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):

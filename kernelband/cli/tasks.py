@@ -34,13 +34,21 @@ def list_tasks(task_spec: str) -> None:
     Example:
         kernelband tasks list --tasks builtin
     """
-    from live.evaluator.task_source import resolve_tasks
-
-    rows = resolve_tasks(task_spec)
+    rows = _resolve_or_fail(task_spec)
     width = max([len(t.name) for t in rows] + [4])
     click.echo(f"{'name':<{width}}  {'category':<12}  {'perf shapes':>11}  source")
     for t in rows:
         click.echo(f"{t.name:<{width}}  {t.category:<12}  {len(t.perf_shapes):>11}  {t.source}")
+
+
+def _resolve_or_fail(task_spec: str) -> list:
+    """The tasks of `task_spec`, or one sentence and exit 1 (unknown name, not a folder...)."""
+    from live.evaluator.task_source import resolve_tasks
+
+    try:
+        return resolve_tasks(task_spec)
+    except (ValueError, KeyError, ImportError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
 
 
 @tasks.command("check")
@@ -64,6 +72,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float) -> Non
     """
     from live.evaluator.gold import check_tasks, write_reference_timings
 
+    _resolve_or_fail(task_spec)
     click.echo(f"{'task':<20} {'status':<14} {'ref ms':>10} {'k0 ms':>10} {'speedup':>8} "
                f"{'cv %':>6}  backend")
 
