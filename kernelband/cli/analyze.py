@@ -20,7 +20,7 @@ _boot = click.option("--boot", "n_boot", type=click.IntRange(min=10), default=10
 
 
 @click.command()
-@click.argument("input_path", metavar="INPUT", required=False)
+@click.argument("input_path", metavar="[INPUT]", required=False)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for the CSV and Markdown tables and PNG plots.")
 @_seed
@@ -62,12 +62,14 @@ def analyze(input_path: str | None, out_dir: str, seed: int, n_boot: int,
             for row in result.tables["pool_beta"].itertuples():
                 click.echo(f"{row.policy}: beta = {row.beta:.3f} "
                            f"[{row.ci_low:.3f}, {row.ci_high:.3f}]")
-    except InputError as err:
+    except (InputError, ValueError) as err:
         _fail(str(err))
+    except ImportError as err:
+        _fail(f"the replay engine is not available ({err})")
 
 
 @click.command()
-@click.argument("input_path", metavar="INPUT", required=False)
+@click.argument("input_path", metavar="[INPUT]", required=False)
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write (one self-contained page).")
 @_seed
@@ -99,7 +101,10 @@ def report(input_path: str | None, out_path: str, seed: int, n_boot: int,
 
             extra = run_pool_experiment(None, seed=seed, n_boot=n_boot)
         path = run_report(input_path, out_path, seed=seed, n_boot=n_boot, extra=extra)
-    except InputError as err:
+    except (InputError, ValueError) as err:
         _fail(str(err))
+        return
+    except ImportError as err:
+        _fail(f"the replay engine is not available ({err})")
         return
     click.echo(f"wrote {path}")
