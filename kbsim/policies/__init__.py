@@ -6,6 +6,13 @@
 - `reference`: plain-Python twins (`select_ref`, `update_ref`, ...) that document the math and
   draw the same random numbers, so tests hold both step-for-step identical.
 
+Deviations and choices tagged in the code: NOTE (D30) re-clustering keeps labels matched to
+the previous clusters; (D31) eps-greedy / Thompson run on v2's clusters, masks and parents;
+(D32) v1's psi models "improved", trained by deterministic buffer replay; (D33) v1 distances
+scaled by the running std; (D34) parent-softmax cache and when pool.hw may be written;
+(D35) kernels compiled with numba's private ``_nrt=False``; (D36) UCB bonus as
+(c * sqrt(ln t)) / sqrt(N).
+
 Additions to the API contract (nothing in it was changed):
 - `prepare(kind, fparams, iparams, state, pool, rng)`: the re-clustering / assignment / mask
   refresh that `select` runs first, exposed so the live runner can profile `representatives`

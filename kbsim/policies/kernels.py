@@ -15,15 +15,16 @@ Per step the caller does::
 `cluster` is -1 for policies without clusters. `propensity` is the probability the policy gave
 this (parent, strategy) pair (NaN where not computable: Thompson sampling).
 
-Speed notes. Every kernel is compiled with ``_nrt=False`` (no reference counting, no allocation
-except in `representatives`): numba would otherwise incref/decref each of the ~50 arrays of the
-state and pool on every call, which costs microseconds. `select` / `update` are ordinary calls,
-safe from any compiled or Python caller (each call passes the state's arrays by value, ~0.1 us).
-`select_inline` / `update_inline` are the same code inlined by numba into the caller; use them in
-a hot loop compiled with ``@njit(_nrt=False)`` (inlined into a caller *with* NRT they bring the
-reference counting back, ~100x slower). The parent-softmax weights are cached per cluster: a
-member's `pool.hw` may be written before the member is first seen by `select` / `prepare`, or
-for the indices `representatives` returned; other later writes are not noticed.
+Speed notes. Every kernel is compiled with ``_nrt=False`` (NOTE (D35): a private numba option,
+stable since numba 0.4x; no reference counting, no allocation except in `representatives`):
+numba would otherwise incref/decref each of the ~50 arrays of the state and pool on every call,
+which costs microseconds. `select` / `update` are ordinary calls, safe from any compiled or
+Python caller (each call passes the state's arrays by value, ~0.1 us). `select_inline` /
+`update_inline` are the same code inlined by numba into the caller; use them in a hot loop
+compiled with ``@njit(_nrt=False)`` (inlined into a caller *with* NRT they bring the reference
+counting back, ~100x slower). NOTE (D34): the parent-softmax weights are cached per (cluster,
+dim): a member's `pool.hw` may be written before the member is first seen by `select` /
+`prepare`, or for the indices `representatives` returned; other later writes are not noticed.
 """
 
 from __future__ import annotations

@@ -12,17 +12,20 @@ KernelBand v2 (ICML version), arms (cluster i, strategy s):
   re-run every tau steps once |pool| >= 2K (Lloyd iterations capped at `iters`). New members in
   between join their nearest centre; before the first clustering every member is in cluster 0.
   After each re-clustering new labels are matched greedily to the nearest old centres so that
-  the arm statistics keep following similar clusters (the paper leaves this open).
+  the arm statistics keep following similar clusters (NOTE (D30): the paper leaves this open).
 - representative rep(i): the member nearest the centre of cluster i; it is the one profiled.
 - mask:  M[i,s] = 0  iff  h(rep(i))[target(s)] >= theta_sat[target(s)]; a non-empty cluster keeps
   at least its least-saturated strategies open; empty clusters are closed; unknown h: open.
 - arm:   (i*, s*) = argmax_{M[i,s]=1}  mu[i,s] + c * sqrt(ln t / N[i,s]),  mu=0.5, N=1 initially,
-  t = updates so far + 1 (ties: lowest (i, s) in row-major order).
+  t = updates so far + 1 (ties: lowest (i, s) in row-major order). NOTE (D36): evaluated as
+  (c * sqrt(ln t)) * (1 / sqrt(N)) with 1 / sqrt(N) kept per arm, equal in exact arithmetic.
 - parent: P(k | i, s) = softmax_k( (theta_sat[target(s)] - h(k)[target(s)]) / temperature ) over
   members k of cluster i; members without a signature score 0; if no member has one, the fastest.
 - reward: r = max(0, (T(parent) - T(child)) / T(parent)), failure 0;  N += 1, mu += (r - mu)/N.
 
-Ablations on the same machinery: `kernelband-v2-nomask` (M = 1 on non-empty clusters),
+Ablations on the same machinery (NOTE (D31): eps-greedy and Thompson choose among v2's
+(cluster, strategy) arms, with its masks and parent rule, so that only the arm rule differs):
+`kernelband-v2-nomask` (M = 1 on non-empty clusters),
 `eps-greedy` (with probability eps a uniformly random open arm, else argmax mu), `thompson`
 (Beta posteriors, theta ~ Beta(a, b) per open arm, argmax; a += r, b += 1 - r: the fractional
 Bernoulli update, exact for 0/1 rewards). Baselines without clusters are in `_ref_flat`, v1 in

@@ -9,7 +9,8 @@ kernel, then strategy) after a warm-up of `warmup * |S|` pulls that cycle throug
 on the fastest kernel.
 
 - psi(s, x) = sigmoid(w_s . [x, 1]): a per-strategy online logistic model of "strategy s
-  improves a kernel with profile x" (correct and faster than its parent). x is the 9-dim profile
+  improves a kernel with profile x" (NOTE (D32): "succeeds" read as correct *and* faster than
+  its parent). x is the 9-dim profile
   normalised (percentages / 100, registers / 255, bank conflicts log1p / 10); unknown profile:
   psi = 0.5 and no training sample.
 - Warm start (once, at the first select, from the episode's RNG): `warm` synthetic triples
@@ -19,11 +20,12 @@ on the fastest kernel.
   logistic SGD step per triple.
 - Online training: each update with a profiled parent pushes (x, s, improved) into a ring buffer
   of size B, takes one SGD step on it, then `sgd_steps` steps on buffer entries in cyclic order
-  (deterministic, so `update` needs no RNG).
+  (NOTE (D32): deterministic replay, so `update` needs no RNG).
 - Clustering on the 6-dim runtime vector (NaN entries replaced by the running mean), distances
-  scaled by the running (Welford) std: incremental k-means++ -- once the pool reaches K members,
-  k-means++ picks K seeds, every member joins its nearest seed and centres become member means;
-  every later kernel joins its nearest centre, which moves by (x - centre) / count.
+  scaled by the running (Welford) std (NOTE (D33): the raw dims differ by orders of
+  magnitude): incremental k-means++ -- once the pool reaches K members, k-means++ picks K
+  seeds, every member joins its nearest seed and centres become member means; every later
+  kernel joins its nearest centre, which moves by (x - centre) / count.
 - reward r = 1 - T(child) / T(parent); failures -1 (and never enter the pool).
 """
 
