@@ -16,7 +16,7 @@ Per step the caller does::
 this (parent, strategy) pair (NaN where not computable: Thompson sampling).
 
 Speed notes. Every kernel is compiled with ``_nrt=False`` (NOTE (D35): a private numba option,
-stable since numba 0.4x; no reference counting, no allocation except in `representatives`):
+checked with numba 0.68; no reference counting, no allocation except in `representatives`):
 numba would otherwise incref/decref each of the ~50 arrays of the state and pool on every call,
 which costs microseconds. `select` / `update` are ordinary calls, safe from any compiled or
 Python caller (each call passes the state's arrays by value, ~0.1 us). `select_inline` /

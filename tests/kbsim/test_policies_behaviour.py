@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
@@ -17,10 +18,12 @@ from kbsim.policies import (
     prepare,
     representatives,
     select,
+    select_inline,
     update,
+    update_inline,
 )
 from kbsim.policies._v1 import profile_features, psi
-from kbsim.rng import new_rng
+from kbsim.rng import new_rng, rand_uniform
 from kbsim.strategies import DRAM, L2, SM, TARGET
 
 NAN3 = np.full(3, np.nan)
@@ -283,3 +286,36 @@ def test_empty_and_full_pools() -> None:
     assert pool_add(pool, np.zeros(5), NAN3, NAN9, np.zeros(6), 1.0, 7) == 0
     assert pool_add(pool, np.zeros(5), NAN3, NAN9, np.zeros(6), 1.0, 8) == -1
     assert pool.n[0] == 1 and pool.key[0] == 7
+
+
+@njit(cache=True, _nrt=False)
+def _inline_loop(kind, fparams, iparams, state, pool, rng, env, steps, out) -> None:
+    for t in range(steps):
+        c, s, p, prop = select_inline(kind, fparams, iparams, state, pool, rng)
+        success = rand_uniform(env) < 0.7
+        child_ms = pool.ms[p] * (0.8 + 0.4 * rand_uniform(env))
+        out[t] = update_inline(kind, fparams, iparams, state, pool, c, s, p, child_ms, success)
+
+
+@pytest.mark.parametrize("text", ["kernelband-v2", "kernelband-v1", "thompson", "ucb-flat"])
+def test_inline_entry_points_run_the_same_policy(text: str) -> None:
+    spec = parse_policy(text)
+    gen = np.random.default_rng(12)
+    pool = new_pool(8)
+    for k in range(8):
+        pool_add(pool, gen.normal(0, 3, 5), gen.uniform(30, 100, 3), gen.uniform(0, 100, 9),
+                 gen.normal(0, 1, 6), 1.0 + k / 10, k)
+    state_a, state_b = new_state(spec, 8), new_state(spec, 8)
+    rng_a, env_a, rng_b, env_b = new_rng(1), new_rng(2), new_rng(1), new_rng(2)
+    rewards_a = np.zeros(500)
+    _inline_loop(spec.kind, spec.fparams, spec.iparams, state_a, pool, rng_a, env_a, 500,
+                 rewards_a)
+    rewards_b = []
+    for _ in range(500):
+        c, s, p, _ = _sel(spec, state_b, pool, rng_b)
+        success = rand_uniform(env_b) < 0.7
+        child_ms = pool.ms[p] * (0.8 + 0.4 * rand_uniform(env_b))
+        rewards_b.append(_upd(spec, state_b, pool, c, s, p, child_ms, success))
+    assert np.array_equal(rewards_a, rewards_b) and np.array_equal(rng_a, rng_b)
+    assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(state_a, state_b,
+                                                                    strict=True))
