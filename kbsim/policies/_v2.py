@@ -103,12 +103,19 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
                 state.mask[c, s] = 0
             continue
         r = state.rep[c]
-        hw_known = True
+        hw_known = False  # profiled: at least one dim known (a profiler may miss metrics)
         for d in range(3):
-            if not pool.hw[r, d] == pool.hw[r, d]:
-                hw_known = False
+            if pool.hw[r, d] == pool.hw[r, d]:
+                hw_known = True
         if masking and not hw_known:
             pending = 1
+        # the representative's signature may have been filled in since: its cluster's parent
+        # weights are stale when (rep, profiled) changed
+        key = 2 * r + (1 if hw_known else 0)
+        if state.pc_rep[c] != key:
+            state.pc_rep[c] = key
+            for d in range(3):
+                state.pc_n[c, d] = 0
         n_open = 0
         for s in range(S):
             dim = state.target[s]
@@ -127,7 +134,6 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
                 if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
                     state.mask[c, s] = 1
     state.mask_dirty[0] = pending
-    state.pc_n[:, :] = 0  # signatures may have been filled in since: refresh parent weights
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -363,17 +369,18 @@ def update_v2(kind, state, cluster, strategy, reward) -> None:
 
 @njit(cache=True)
 def representatives_v2(state, pool) -> np.ndarray:
-    """Representatives of non-empty clusters that have no hardware signature yet."""
+    """Representatives of non-empty clusters that have no hardware signature yet (all three
+    dims NaN)."""
     K = state.rep.shape[0]
     out = np.empty(K, dtype=np.int64)
     n = 0
     for c in range(K):
         r = state.rep[c]
         if state.size[c] > 0 and r >= 0:
-            missing = False
+            missing = True
             for d in range(3):
-                if not pool.hw[r, d] == pool.hw[r, d]:
-                    missing = True
+                if pool.hw[r, d] == pool.hw[r, d]:
+                    missing = False
             if missing:
                 out[n] = r
                 n += 1

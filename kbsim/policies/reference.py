@@ -211,7 +211,7 @@ def compute_mask_ref(spec: PolicySpec, state: PolicyState, pool: Pool) -> None:
         if state.size[c] == 0:
             continue
         h = pool.hw[state.rep[c]]
-        if masking and np.isnan(h).any():
+        if masking and np.isnan(h).all():  # not profiled yet (partial signatures count)
             pending = 1
         over = h[state.target] - theta  # per strategy; >= 0 means saturated
         closed = (over >= 0.0) if masking else np.zeros(len(over), dtype=bool)
@@ -357,5 +357,5 @@ def representatives_ref(spec: PolicySpec, state: PolicyState, pool: Pool) -> np.
     if not is_v2_family(spec.kind):
         return np.empty(0, dtype=np.int64)
     reps = [r for c, r in enumerate(state.rep)
-            if state.size[c] > 0 and r >= 0 and np.isnan(pool.hw[r]).any()]
+            if state.size[c] > 0 and r >= 0 and np.isnan(pool.hw[r]).all()]
     return np.array(reps, dtype=np.int64)

@@ -135,6 +135,7 @@ class PolicyState(NamedTuple):
     pc_sig: np.ndarray  # (K, 3) int64, 1 = some member has a signature in that dim
     pc_fast: np.ndarray  # (K, 3) int64, fastest member
     pc_n: np.ndarray  # (K, 3) int64, members covered
+    pc_rep: np.ndarray  # (K,) int64, 2 * rep + (1 if rep profiled) when the mask was computed
 
 
 def new_state(
@@ -220,6 +221,7 @@ def new_state(
         pc_sig=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_fast=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_n=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
+        pc_rep=np.full(K if v2 else 0, -1, dtype=np.int64),
     )
 
 

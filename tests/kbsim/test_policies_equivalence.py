@@ -46,6 +46,8 @@ def _kernel_features(gen: np.random.Generator, parent_phi: np.ndarray, unknown_r
     hw = gen.uniform(30.0, 100.0, 3)
     if gen.random() < unknown_rate:
         hw[:] = np.nan
+    elif gen.random() < unknown_rate:  # a profiler that missed one metric
+        hw[gen.integers(3)] = np.nan
     prof9 = gen.uniform(0.0, 100.0, 9)
     if gen.random() < unknown_rate:
         prof9[gen.integers(9)] = np.nan
