@@ -36,10 +36,10 @@ __all__ = [
 ]
 
 
-def _budget(options: dict[str, Any], max_cost_usd: Any, max_tokens: Any) -> Budget | None:
-    budget = options.pop("budget", None)
-    if budget is not None:
-        return budget
+def _budget(given: Budget | None, max_cost_usd: Any, max_tokens: Any) -> Budget | None:
+    """The run's shared budget if one is given, else one from the limits (None: unlimited)."""
+    if given is not None:
+        return given
     if max_cost_usd is None and max_tokens is None:
         return None
     return Budget(max_cost_usd=max_cost_usd, max_tokens=max_tokens)
@@ -69,12 +69,13 @@ def _make_openai(options: dict[str, Any]) -> Proposer:
     from live.proposers.pricing import PriceTable
 
     options = dict(options)
-    budget_given = options.pop("budget", None)
+    given = options.pop("budget", None)
     cassette_path = options.pop("cassette", None)
     on_miss = options.pop("on_miss", "error")
     client_factory = options.pop("client_factory", None)  # tests: config -> ChatClient
-    config = resolve_config(options, config_file=options.pop("config_file", None))
-    budget = budget_given or _budget({}, config.max_cost_usd, config.max_tokens)
+    config_file = options.pop("config_file", None)
+    config = resolve_config(options, config_file=config_file)
+    budget = _budget(given, config.max_cost_usd, config.max_tokens)
     client = (client_factory or OpenAIChatClient)(config)
     description = {"config": config.public_dict()}
     name = "openai"
@@ -103,7 +104,8 @@ def _make_replay(options: dict[str, Any]) -> Proposer:
     path = options.pop("path", None) or options.pop("cassette", None)
     if path is None:
         raise ValueError("the cassette proposer needs path= (--cassette FILE)")
-    budget = _budget(options, options.pop("max_cost_usd", None), options.pop("max_tokens", None))
+    budget = _budget(options.pop("budget", None), options.pop("max_cost_usd", None),
+                     options.pop("max_tokens", None))
     client = CassetteClient(path, "replay")
     model = options.pop("model", None)
     if model is None:
