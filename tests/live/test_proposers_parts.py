@@ -212,3 +212,22 @@ def test_prompt_dir_overrides_a_template(tmp_path):
     (tmp_path / "tiling.txt").write_text("Use bigger tiles, always.")
     _, user = build_messages(ADD_TASK, parent_of(ADD_TASK), "tiling", prompt_dir=tmp_path)
     assert "Use bigger tiles, always." in user["content"]
+
+
+def test_extraction_never_raises_on_arbitrary_replies():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pieces = st.sampled_from(["```", "```python\n", "```py\n", "\n```\n", "<think>", "</think>",
+                              "def add(x, y, out):\n    pass\n", "@triton.jit\n", "x = (",
+                              "\n", "    ", "~~~\n", "text "])
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(st.one_of(pieces, st.text(max_size=20)), max_size=30))
+    def check(parts):
+        result = extract_code("".join(parts), "add")
+        assert (result.code is None) != (result.error is None)
+        if result.code is not None:
+            assert "def add" in result.code
+
+    check()
