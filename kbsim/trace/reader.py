@@ -119,6 +119,12 @@ def read_manifest(dataset_dir: PathLike) -> tuple[dict[str, Any] | None, list[st
     return manifest, problems
 
 
+def _unreadable(exc: BaseException) -> str:
+    """The problem sentence for a part file pyarrow cannot read, with pyarrow's own reason."""
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return f"unreadable Parquet file (truncated or corrupt: {reason})"
+
+
 def read_table_dir(
     table_dir: Path,
     table_name: str,
@@ -146,8 +152,8 @@ def read_table_dir(
     for part in live:
         try:
             part_schema = pq.read_schema(part.path)
-        except (pa.ArrowException, OSError):
-            problems.append(f"{part.path}: unreadable Parquet file (truncated or corrupt)")
+        except (pa.ArrowException, OSError) as exc:
+            problems.append(f"{part.path}: {_unreadable(exc)}")
             continue
         file_problems = checks.schema_problems(part_schema, table_name)
         if file_problems:
@@ -155,8 +161,8 @@ def read_table_dir(
             continue
         try:
             table = pq.read_table(part.path, columns=wanted)
-        except (pa.ArrowException, OSError):
-            problems.append(f"{part.path}: unreadable Parquet file (truncated or corrupt)")
+        except (pa.ArrowException, OSError) as exc:
+            problems.append(f"{part.path}: {_unreadable(exc)}")
             continue
         table = table.select(wanted)
         if row_checks and columns is None:

@@ -117,7 +117,7 @@ def live(**values: Any) -> None:
 
 def _print_summary(result: Any) -> None:
     from analysis.metrics import trace_metrics
-    from kbsim.trace.reader import load_trace
+    from kbsim.trace.reader import TraceError, load_trace
 
     click.echo(f"\nrun {result.run_id} -> {result.out}")
     click.echo(f"{'task':<24} {'steps':>5} {'ref ms':>10} {'k0 ms':>10} {'best ms':>10} "
@@ -129,7 +129,13 @@ def _print_summary(result: Any) -> None:
                    f"{_fmt(t.k0_ms, '.4f'):>10} {_fmt(t.best_ms, '.4f'):>10} "
                    f"{_fmt(speedup, '.2f'):>7}  {statuses}"
                    + (f"  [stopped: {t.stopped}]" if t.stopped else ""))
-    steps = load_trace(result.out).steps_df()
+    try:
+        steps = load_trace(result.out).steps_df()
+    except TraceError as exc:
+        # the run itself finished and its rows are on disk; only the summary cannot be read
+        click.echo(f"\npaper metrics unavailable: {exc}", err=True)
+        click.echo(f"best kernels: {result.out / 'best'}/")
+        return
     steps = steps[steps["run_id"] == result.run_id]
     if len(steps):
         for row in trace_metrics(steps).to_dict("records"):

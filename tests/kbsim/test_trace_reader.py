@@ -65,6 +65,13 @@ def _newer_part(table: pa.Table) -> pa.Table:
     return table.replace_schema_metadata(metadata)
 
 
+def matches(text: str, expected: str) -> bool:
+    """Exact match, or a prefix match where `expected` ends with '...'."""
+    if expected.endswith("..."):
+        return text.startswith(expected[:-3]) and len(text) > len(expected) - 3
+    return text == expected
+
+
 # (id, corruption, expected message); "{d}" is the dataset directory
 CORRUPTIONS: list[tuple[str, Callable[[Path], None], str]] = [
     (
@@ -102,7 +109,8 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], None], str]] = [
     (
         "truncated-part",
         _truncate,
-        "{d}/" + STEPS_PART + ": unreadable Parquet file (truncated or corrupt)",
+        # pyarrow's own reason follows; its wording depends on the pyarrow version
+        "{d}/" + STEPS_PART + ": unreadable Parquet file (truncated or corrupt: ...",
     ),
     (
         "missing-column",
@@ -212,10 +220,11 @@ def test_each_corruption_gets_its_exact_message(
 ) -> None:
     d = corrupted_dataset(tmp_path, corruption)
     expected = message.format(d=d)
-    assert validate_trace(d) == [expected]
+    problems = validate_trace(d)
+    assert len(problems) == 1 and matches(problems[0], expected)
     with pytest.raises(TraceError) as info:
         load_trace(d)
-    assert str(info.value) == expected
+    assert matches(str(info.value), expected)
     assert isinstance(info.value, ValueError)
 
 
