@@ -66,7 +66,7 @@ def _run_hardware(manifests: list[dict[str, Any]]) -> dict[str, str]:
 
 def summarize_trace(paths: Paths) -> TraceSummary:
     """Per task: attempts, status counts, best speedup vs reference, runs and hardware."""
-    data = load_trace(paths, steps_columns=_COLUMNS, kernels_columns=["task_id"])
+    data = load_trace(paths, steps_columns=_COLUMNS, kernels_columns=["task_id", "kernel_id"])
     steps = data.steps
     counts = steps.group_by(["task_id", "status"], use_threads=True).aggregate(
         [("status", "count")]
@@ -116,7 +116,8 @@ def summarize_trace(paths: Paths) -> TraceSummary:
         n_datasets=len(data.paths),
         n_runs=len(data.run_ids),
         n_steps=steps.num_rows,
-        n_kernels=data.kernels.num_rows,
+        # distinct kernels: a kernel profiled after its row was written has two rows
+        n_kernels=data.kernels.group_by(["task_id", "kernel_id"]).aggregate([]).num_rows,
         tasks=tuple(tasks),
     )
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A resumable live run on a lent GPU machine, in pieces of at most MAX_WALL seconds.
+#
+#   bash benchmarks/gpu/live_run.sh NAME [kernelband live options...]
+#
+# Picks up .gpu-runs/NAME.tar.gz (the trace so far, carried from this machine) if present,
+# resumes the run for MAX_WALL seconds, and leaves the trace as $OUT/NAME.tar.gz plus the log.
+set -uo pipefail
+name=$1; shift
+: "${OUT:?OUT must be set}"
+: "${MAX_WALL:=480}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+work=/tmp/kb-runs
+mkdir -p "$work"
+if [ -f ".gpu-runs/$name.tar.gz" ]; then
+  tar -xzf ".gpu-runs/$name.tar.gz" -C "$work"
+  resume=--resume
+else
+  resume=
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/$name.gpu.txt"
+python3 -m kernelband.cli live --out "$work/$name" $resume --max-wall "$MAX_WALL" --quiet "$@" \
+  2>&1 | tee "$OUT/$name.log"
+rc=${PIPESTATUS[0]}
+tar -czf "$OUT/$name.tar.gz" -C "$work" "$name"
+echo "live rc=$rc"
+exit "$rc"
