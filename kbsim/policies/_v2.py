@@ -133,7 +133,7 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
                 dim = state.target[s]
                 if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
                     state.mask[c, s] = 1
-    state.mask_dirty[0] = pending
+    state.mask_dirty[0] = 2 if pending == 1 else 0
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -143,6 +143,13 @@ def prepare_due_v2(iparams, state, pool) -> bool:
     if state.n_seen[0] < n or state.mask_dirty[0] == 1:
         return True
     K = iparams[I_K]
+    if state.mask_dirty[0] == 2:  # waiting for representatives' signatures: any arrived?
+        for c in range(K):
+            r = state.rep[c]
+            if state.size[c] > 0 and state.pc_rep[c] & 1 == 0:
+                for d in range(3):
+                    if pool.hw[r, d] == pool.hw[r, d]:
+                        return True
     due = state.clustered[0] == 0 or state.t[0] - state.last_cluster_t[0] >= iparams[I_TAU]
     return n >= 2 * K and due
 
@@ -169,7 +176,7 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
                 c = nearest_row(zrow, 0, state.centroids, K)
             _add_member(state, i, c)
         state.n_seen[0] = n
-    if state.mask_dirty[0] == 1:
+    if state.mask_dirty[0] != 0:
         compute_mask_v2(fparams, iparams, state, pool)
 
 

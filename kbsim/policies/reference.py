@@ -218,7 +218,7 @@ def compute_mask_ref(spec: PolicySpec, state: PolicyState, pool: Pool) -> None:
         state.mask[c] = ~closed
         if closed.all():
             state.mask[c] = over == over.min()
-    state.mask_dirty[0] = pending
+    state.mask_dirty[0] = 2 if pending else 0  # 2: recompute once a representative is profiled
 
 
 def prepare_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.ndarray) -> None:

@@ -104,7 +104,7 @@ class PolicyState(NamedTuple):
     n_seen: np.ndarray  # (1,) int64, pool members already assigned
     clustered: np.ndarray  # (1,) int64, 1 once the first (re-)clustering / seeding ran
     last_cluster_t: np.ndarray  # (1,) int64, t of the last re-clustering
-    mask_dirty: np.ndarray  # (1,) int64, 1 = recompute the mask at the next select
+    mask_dirty: np.ndarray  # (1,) int64, 1 = recompute the mask, 2 = when a rep gets its hw
     # flat (kernel, strategy) statistics of ucb-flat
     fmu: np.ndarray  # (max_pool, S) float64
     fcnt: np.ndarray  # (max_pool, S) float64

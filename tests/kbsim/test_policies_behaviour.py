@@ -268,7 +268,7 @@ def test_live_flow_representatives_get_profiled() -> None:
     prepare(spec.kind, spec.fparams, spec.iparams, state, pool, rng)
     reps = representatives(spec.kind, state, pool)
     assert sorted(reps) == sorted(state.rep) and len(reps) == 3
-    assert (state.mask == 1).all() and state.mask_dirty[0] == 1  # unknown h: all open
+    assert (state.mask == 1).all() and state.mask_dirty[0] == 2  # unknown h: all open
     for r in reps:
         pool.hw[r] = [90.0, 10.0, 10.0]  # SM saturated everywhere
     c, s, p, _ = _sel(spec, state, pool, rng)
