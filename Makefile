@@ -11,7 +11,7 @@ $(BIN)/kernelband: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch==2.13.0 first: a CPU build; the `live` extra then finds it satisfied.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[live,dev]"
+	$(BIN)/pip install -q -e ".[live,ray,dev]"
 	touch $(BIN)/kernelband
 
 ## demo: install, then replay the shipped default data and write the report to demo-out/
