@@ -104,6 +104,26 @@ def new_outputs(n_episodes: int, steps: int, per_step: bool = True) -> tuple[Ste
 
 
 @njit(cache=True)
+def _reps_pending(rep, size, hw) -> bool:
+    """Whether some non-empty cluster's representative lacks a hardware dimension.
+
+    NOTE (D5): `representatives` (which allocates and passes the whole state: ~1.5 us) is asked
+    only when this cheap check on the documented PolicyState fields `rep` / `size` says it may
+    return something; the check is broader than the policy's own rule (a representative with
+    *no* dimension known), so no representative it would return is ever missed. The tape
+    replay exactness tests (which call `representatives` every step, like the live runner)
+    hold the two loops equal.
+    """
+    for c in range(rep.shape[0]):
+        r = rep[c]
+        if size[c] > 0 and r >= 0:
+            for d in range(3):
+                if np.isnan(hw[r, d]):
+                    return True
+    return False
+
+
+@njit(cache=True)
 def run_episode(
     pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
     prng, erng, steps, e, out, ep_out,
@@ -132,7 +152,8 @@ def run_episode(
     syn_tokens = eip[I_TOKENS]
     syn_cost = syn_tokens * efp[F_USD_PER_TOKEN]
     # pool and scratch arrays
-    p_phi, p_ms, p_key, p_n = pool.phi, pool.ms, pool.key, pool.n
+    p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
+    st_rep, st_size = state.rep, state.size
     means, cursor, nan_hw = scratch.means, scratch.cursor, scratch.hw
     child_phi, child_prof9, child_rt6 = scratch.child_phi, scratch.child_prof9, scratch.child_rt6
     # outputs
@@ -157,9 +178,10 @@ def run_episode(
     for t in range(steps):
         if profiles:
             prepare(pkind, fparams, iparams, state, pool, prng)
-            reps = representatives(pkind, state, pool)
-            for r in reps:
-                env_reveal_hw(ekind, env, task, pool, r)
+            if _reps_pending(st_rep, st_size, p_hw):
+                reps = representatives(pkind, state, pool)
+                for r in reps:
+                    env_reveal_hw(ekind, env, task, pool, r)
         cluster, s, parent, _ = select(pkind, fparams, iparams, state, pool, prng)
         parent_key = p_key[parent]
         # --- the environment's answer
