@@ -150,3 +150,14 @@ def test_a_call_that_loses_every_actor_is_given_up_as_a_runtime_error(pool, monk
     # the pool goes on: the next call is served by a live actor
     again = pool.evaluate("softmax", k0, seed=0)
     assert again.status == "ok" and again.correct
+
+
+def test_profile_calls_go_to_an_actor(pool):
+    from live.tasks.registry import resolve_task
+
+    k0 = resolve_task("builtin", "softmax").k0
+    # the pool was built with profile=False, and on CPU ncu is unavailable anyway: a value says so
+    assert not pool.profiler.available
+    result = pool.profile("softmax", k0)
+    assert result.profiled is False
+    assert result.task_id == "softmax" and result.error
