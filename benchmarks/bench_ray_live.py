@@ -30,7 +30,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+#: Ray workers get the driver script's folder on sys.path, not the repository: name it for them
+#: (kernelband need not be installed on the GPU machine)
+PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> dict:
@@ -45,7 +49,8 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
     started = time.perf_counter()
     pool = RayEvaluatorPool(args.tasks, actors=n_actors, device=args.device,
                             timeout_s=args.eval_timeout, profile=False,
-                            runtime_env={"env_vars": {"TRITON_CACHE_DIR": str(cache)}})
+                            runtime_env={"env_vars": {"TRITON_CACHE_DIR": str(cache),
+                                                      "PYTHONPATH": PYTHONPATH}})
     warm_s = time.perf_counter() - started
     out = work / f"trace-{label}"
     config = RunConfig(out=str(out), tasks=args.tasks, policy=args.policy, steps=args.steps,
@@ -100,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     counts = [int(x) for x in args.actors.split(",") if x.strip()]
+    job_env = {"env_vars": {"PYTHONPATH": PYTHONPATH}}
     if args.address:
-        ray.init(address=args.address)
+        ray.init(address=args.address, runtime_env=job_env)
     else:
-        ray.init(include_dashboard=False, log_to_driver=False)
+        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=job_env)
     gpus = int(ray.cluster_resources().get("GPU", 0))
     print(f"ray {ray.__version__}: {gpus} GPU(s), "
           f"{int(ray.cluster_resources().get('CPU', 0))} CPU(s) in the cluster", flush=True)
