@@ -129,3 +129,23 @@ def test_bad_arguments_are_refused(ray_cluster, env, kwargs, message):
     args = {"policies": ["greedy"], "envs": env, "seeds": 2, "steps": 20, **kwargs}
     with pytest.raises(ValueError, match=message):
         run_sweep_ray(**args)
+
+
+def test_the_cli_prints_the_local_table_and_writes_the_same_rows(tmp_path, ray_cluster):
+    from click.testing import CliRunner
+
+    from kernelband.cli import main
+
+    args = ["replay", "--synthetic", "default,tasks=2", "--policy", "kernelband-v2",
+            "--policy", "random", "--seeds", "6", "--steps", "15", "--no-progress"]
+    local = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "local")])
+    remote = CliRunner().invoke(main, [*args, "--backend", "ray", "--out", str(tmp_path / "ray")])
+    assert local.exit_code == 0, local.output
+    assert remote.exit_code == 0, remote.output
+    table = [line for line in local.output.splitlines() if "results written" not in line]
+    assert table == [line for line in remote.output.splitlines()
+                     if "results written" not in line]
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "ray"))
+    refused = CliRunner().invoke(main, [*args, "--backend", "ray", "--threads", "2"])
+    assert refused.exit_code == 1
+    assert "--threads is for --backend local" in refused.output
