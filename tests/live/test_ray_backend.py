@@ -161,3 +161,18 @@ def test_profile_calls_go_to_an_actor(pool):
     result = pool.profile("softmax", k0)
     assert result.profiled is False
     assert result.task_id == "softmax" and result.error
+
+
+@pytest.mark.slow
+def test_the_cli_runs_live_on_ray(tmp_path, ray_cluster, local_trace):
+    from click.testing import CliRunner
+
+    from kernelband.cli import main
+
+    result = CliRunner().invoke(main, [
+        "live", "--tasks", TASKS, "--policy", "explore", "--steps", str(STEPS), "--seed", "3",
+        "--device", "cpu", "--profile", "off", "--in-flight", "2", "--proposer", "mutate",
+        "--backend", "ray", "--actors", "2", "--out", str(tmp_path / "t"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    assert load_trace(tmp_path / "t").manifests[0]["hardware"]["backend"] == "ray"
