@@ -12,10 +12,10 @@ Lost actors: when an actor dies (node lost, CUDA fault that takes the process do
 stops answering, or raises (the evaluator itself returns a value for every candidate, so an
 exception means the actor is unwell), it is killed for good and a fresh one is started for its
 GPU in the background; the candidate it held goes back to the queue and runs on the next free
-actor. The result of the
-lost call is never used, and the runner writes a trace row only when a call returns, so a
-candidate is neither lost nor counted twice. A candidate that loses `max_attempts` actors in a
-row is given up as ``runtime_error`` (a value, like every evaluator outcome).
+actor. The result of the lost call is never used, and the runner writes a trace row only when a
+call returns, so a candidate is neither lost nor counted twice. A candidate that loses
+`max_attempts` actors in a row is given up as ``runtime_error`` (a value, like every evaluator
+outcome).
 """
 
 from __future__ import annotations
