@@ -20,8 +20,15 @@ Additions to the API contract (nothing in it was changed):
 - `select_inline` / `update_inline` (in `kernels`): the same code inlined into `_nrt=False` hot
   loops (benchmarks, replay inner loops); see `kernels` for why.
 - `new_state(..., target=None)`: hardware dim per strategy (needed only when n_strategies != 6).
+- `representatives` lists the representatives with no hw dimension known (all three NaN): a
+  partial signature counts as profiled.
 - `pool_add` returns -1 when the pool is full; `select` returns (-1, -1, -1, NaN) on an empty
   pool; `cluster` is -1 for policies without clusters (bon, greedy, random, ucb-flat, explore).
+
+Development caveat: numba's on-disk cache (``cache=True``) keys a function on its own file only,
+and a cached caller embeds its callees' machine code. After editing a policy module, delete the
+stale ``__pycache__/*.nbi`` / ``*.nbc`` files of the modules that call it (kernels.py, replay
+loops, benchmarks, tests), or they keep running the old code.
 """
 
 from kbsim.policies.kernels import (
