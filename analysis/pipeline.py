@@ -117,6 +117,8 @@ def _trace_analysis(inp: AnalysisInput, rng: np.random.Generator) -> Analysis:
                    "time": f"{manifest.get('start_time', '?')} → {manifest.get('end_time', '?')}"}
     if (kernels["timing_backend"] == "cpu-interpreter").any():
         out.notes.append("some timings come from the CPU interpreter: not GPU figures")
+    out.notes.append("regret needs arm means, which a trace does not carry: replay it "
+                     "(kernelband replay --trace DIR ...) and analyse the results for regret")
     out.tables["metrics"] = metrics.trace_metrics(steps)
     out.tables["strategies"] = metrics.strategy_table_trace(steps)
     out.tables["speedup_curves"] = metrics.speedup_curves_trace(steps)
