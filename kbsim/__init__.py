@@ -5,4 +5,8 @@ replay engine and its environments, and the trace schema and I/O. Depends on nei
 `analysis`.
 """
 
+from kbsim._numba_cache import configure_numba_cache
+
 __version__ = "0.1.0"
+
+configure_numba_cache()
