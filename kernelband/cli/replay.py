@@ -163,9 +163,12 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
                 f"--backend ray needs Ray ({err}); pip install 'kernelband[ray]'"
             ) from None
 
-        result = run_sweep_ray(specs, env, seeds, steps, out=out, horizons=horizons,
-                               write_steps=not summary_only, keep_steps=False,
-                               address=address, progress=progress)
+        try:
+            result = run_sweep_ray(specs, env, seeds, steps, out=out, horizons=horizons,
+                                   write_steps=not summary_only, keep_steps=False,
+                                   address=address, progress=progress)
+        except RuntimeError as err:  # a chunk failed after its retries: one sentence
+            raise ValueError(str(err)) from None
     else:
         result = run_sweep(specs, env, seeds, steps, out=out, horizons=horizons,
                            write_steps=not summary_only, keep_steps=False, threads=threads,

@@ -83,7 +83,8 @@ def _kill_first_chunk_worker(killed: list[int], stop: threading.Event) -> None:
 
 def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
                                                                          env):
-    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=60, steps=120, chunk_episodes=45)
+    # chunks of ~1 s each (4 of them), so that the killer finds one running
+    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=300, steps=300, chunk_episodes=225)
     local = run_sweep(**kwargs, out=tmp_path / "local")
     killed: list[int] = []
     stop = threading.Event()
@@ -149,3 +150,20 @@ def test_the_cli_prints_the_local_table_and_writes_the_same_rows(tmp_path, ray_c
     refused = CliRunner().invoke(main, [*args, "--backend", "ray", "--threads", "2"])
     assert refused.exit_code == 1
     assert "--threads is for --backend local" in refused.output
+
+
+def test_a_chunk_lost_beyond_its_retries_stops_the_sweep_naming_it(tmp_path, ray_cluster, env):
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_chunk_worker, args=(killed, stop))
+    killer.start()
+    try:
+        with pytest.raises(RuntimeError, match=r"chunk \d+ \(kernelband-v2 on synthetic, "
+                                               r"episodes \d+\.\.\d+\) failed after 0 retries"):
+            run_sweep_ray(["kernelband-v2"], env, 300, 300, chunk_episodes=225,
+                          out=tmp_path / "ray", max_retries=0)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed
+    assert not (tmp_path / "ray" / "_summary.parquet").exists()
