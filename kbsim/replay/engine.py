@@ -290,3 +290,12 @@ def run_chunk(
             run_episode(pkind, fparams, iparams, state, pool, ekind, env, ep_task[e],
                         ep_n_init[e], grows, profiles, scratch, prng, erng, steps, e, out,
                         ep_out)
+
+
+def __getattr__(name: str):
+    """`kbsim.replay.engine.run_sweep` (the name the design gives) lives in kbsim.replay.sweep."""
+    if name == "run_sweep":
+        from kbsim.replay.sweep import run_sweep
+
+        return run_sweep
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
