@@ -70,14 +70,17 @@ def _trusted_frame(filename: str) -> bool:
     return filename.startswith(_STDLIB) and "-packages" not in filename
 
 
-def _actor_is_candidate(home: tuple[str, ...]) -> bool:
+def _candidate_dir(home: tuple[str, ...]) -> str | None:
+    """The acting candidate's own directory, or None when the actor is not a candidate."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _trusted_frame(filename):
-            return filename.startswith(home)
+            if filename.startswith(home):
+                return os.path.realpath(os.path.dirname(filename))
+            return None
         frame = frame.f_back
-    return False
+    return None
 
 
 def _within(path: Any, allowed: str) -> bool:
@@ -105,12 +108,14 @@ def _hook(event: str, args: tuple) -> None:
             mode, flags = args[1], args[2]
             writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS)
-            if not writes or not _actor_is_candidate(_home):
+            if not writes:
                 return
-            if not _within(args[0], os.getcwd()):
+            own_dir = _candidate_dir(_home)
+            if own_dir is not None and not _within(args[0], own_dir):
                 _refuse(f"candidate may not write {args[0]!r} outside its directory")
             return
-        if not _actor_is_candidate(_home):
+        own_dir = _candidate_dir(_home)
+        if own_dir is None:
             return
         if event in _NETWORK:
             _refuse(f"candidate may not use the network ({event})")
@@ -120,9 +125,8 @@ def _hook(event: str, args: tuple) -> None:
             if args and args[0] not in (0, os.getpid()):
                 _refuse(f"candidate may not signal process {args[0]} ({event})")
             return
-        cwd = os.getcwd()
         for index in _FILES.get(event, ()):
-            if index < len(args) and not _within(args[index], cwd):
+            if index < len(args) and not _within(args[index], own_dir):
                 _refuse(f"candidate may not {event.split('.')[-1]} {args[index]!r} "
                         "outside its directory")
     finally:
@@ -132,7 +136,8 @@ def _hook(event: str, args: tuple) -> None:
 def install(home: str | Path) -> None:
     """Guard every candidate whose file lies under `home` (the worker's temp dir); once only.
 
-    The candidate's own directory is the worker's cwd while it runs (see ``worker.py``).
+    A candidate's own directory is the one its file is in (also the worker's cwd while it runs,
+    see ``worker.py``), whatever it later ``chdir``s to.
     """
     global _home
     first = _home is None

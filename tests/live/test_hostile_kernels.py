@@ -71,11 +71,13 @@ CASES = [
          "runtime_error", "sandbox: candidate may not write"),
     Case("spawns_process", "runs `touch` in a subprocess", "imports subprocess",
          "runtime_error", "sandbox: candidate may not start processes"),
+    Case("chdir_escape", "chdir out of its directory, then writes by a relative path",
+         "calls os.chdir", "runtime_error", "sandbox: candidate may not write"),
 ]
 #: what must not pass correctness even with the static check off
 MUST_FAIL = {"infinite_loop", "sleep_forever", "abort", "segfault", "illegal_memory", "oom",
              "cached_by_shape", "writes_input", "network", "deletes_file", "unlinks_path",
-             "writes_outside", "spawns_process"}
+             "writes_outside", "spawns_process", "chdir_escape"}
 
 
 class Listener:
