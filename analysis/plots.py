@@ -34,13 +34,46 @@ def _label(policy: str, env: str | None) -> str:
     return policy if env is None else f"{policy} [{env}]"
 
 
+#: beyond this many series a legend goes below the plot, in columns, instead of over the lines
+_INLINE_LEGEND = 8
+_ENV_STYLE = {"tape": "-", "fitted": "--", "synthetic": "-", None: "-"}
+
+
+def _series_style(index: int, n_series: int, env: str | None) -> dict:
+    """One colour per policy (tab20 past 10 policies), one line style per environment.
+
+    `index` and `n_series` count policies, not (policy, env) pairs, so a policy keeps its
+    colour across environments."""
+    cmap = plt.get_cmap("tab10" if n_series <= 10 else "tab20")
+    return {"color": cmap(index % cmap.N), "ls": _ENV_STYLE.get(env, "-")}
+
+
+def _policy_index(groups: list) -> tuple[dict, int]:
+    """Policy -> colour index for (key, frame) groups whose key starts with the policy."""
+    policies = sorted({key[0] if isinstance(key, tuple) else key for key, _ in groups})
+    return {p: i for i, p in enumerate(policies)}, len(policies)
+
+
+def _place_legend(fig: Figure, ax, n_series: int, *, loc: str = "upper left") -> None:
+    """A legend over the axes for a few series, below the figure for many (readable at 48)."""
+    if n_series <= _INLINE_LEGEND:
+        ax.legend(fontsize=8, loc=loc)
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=3 if n_series > 24 else 2, frameon=False)
+
+
 def regret_figure(bands: pd.DataFrame, *, n_clusters: int = 3, n_strategies: int = 6) -> Figure:
     """Cumulative pseudo-regret (mean and bootstrap band) per policy, with v1's bound, log-log."""
     fig, ax = plt.subplots(figsize=_SIZE)
     t_max = 1.0
-    for (policy, env), part in bands.groupby(["policy", "env"], sort=True):
+    groups = list(bands.groupby(["policy", "env"], sort=True))
+    colour, n_policies = _policy_index(groups)
+    for (policy, env), part in groups:
         t = part["t"].to_numpy()
-        line = ax.plot(t, part["mean"], lw=1.8, label=_label(policy, env))[0]
+        line = ax.plot(t, part["mean"], lw=1.8, label=_label(policy, env),
+                       **_series_style(colour[policy], n_policies, env))[0]
         if part["lo"].notna().any():
             ax.fill_between(t, part["lo"], part["hi"], color=line.get_color(), alpha=0.2, lw=0)
         t_max = max(t_max, float(t.max()))
@@ -53,17 +86,20 @@ def regret_figure(bands: pd.DataFrame, *, n_clusters: int = 3, n_strategies: int
     ax.set_ylabel("cumulative pseudo-regret R(t) (reward units)")
     ax.set_title("Cumulative pseudo-regret, mean over units with 95 % bootstrap band")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    _place_legend(fig, ax, len(groups) + 1)
     return fig
 
 
 def normalised_regret_figure(bands: pd.DataFrame) -> Figure:
     """R(t)/sqrt(t ln t) and R(t)/ln t per policy: a flat curve identifies the growth rate."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for (policy, env), part in bands.groupby(["policy", "env"], sort=True):
+    groups = list(bands.groupby(["policy", "env"], sort=True))
+    colour, n_policies = _policy_index(groups)
+    for (policy, env), part in groups:
         part = part[part["t"] >= 3]
-        axes[0].plot(part["t"], part["per_sqrt_t_ln_t"], label=_label(policy, env))
-        axes[1].plot(part["t"], part["per_ln_t"], label=_label(policy, env))
+        style = _series_style(colour[policy], n_policies, env)
+        axes[0].plot(part["t"], part["per_sqrt_t_ln_t"], label=_label(policy, env), **style)
+        axes[1].plot(part["t"], part["per_ln_t"], label=_label(policy, env), **style)
     for ax, title in zip(axes, ("R(t) / √(t ln t): flat under the minimax rate",
                                 "R(t) / ln t: flat under logarithmic (gap-dependent) regret"),
                          strict=True):
@@ -72,7 +108,7 @@ def normalised_regret_figure(bands: pd.DataFrame) -> Figure:
         ax.set_ylabel("normalised regret (reward units)")
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    _place_legend(fig, axes[0], len(groups))
     return fig
 
 
@@ -99,10 +135,13 @@ def speedup_figure(curves: pd.DataFrame) -> Figure:
     """Best speedup so far versus step (left) and versus cumulative API cost (right)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     keys = ["policy", "env"] if "env" in curves else ["policy"]
-    for key, part in curves.groupby(keys, sort=True):
+    groups = list(curves.groupby(keys, sort=True))
+    colour, n_policies = _policy_index(groups)
+    for key, part in groups:
         label = _label(*key) if len(keys) == 2 else str(key[0])
-        axes[0].plot(part["t"], part["geomean_best_speedup"], label=label)
-        axes[1].plot(part["mean_cost_usd"], part["geomean_best_speedup"], label=label)
+        style = _series_style(colour[key[0]], n_policies, key[1] if len(keys) == 2 else None)
+        axes[0].plot(part["t"], part["geomean_best_speedup"], label=label, **style)
+        axes[1].plot(part["mean_cost_usd"], part["geomean_best_speedup"], label=label, **style)
     axes[0].set_xlabel("step t (attempts)")
     axes[0].set_title("Best speedup versus iteration", fontsize=10)
     axes[1].set_xlabel("mean cumulative API cost (USD)")
@@ -110,7 +149,7 @@ def speedup_figure(curves: pd.DataFrame) -> Figure:
     for ax in axes:
         ax.set_ylabel("geomean best speedup so far (×)")
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=8)
+    _place_legend(fig, axes[0], len(groups))
     return fig
 
 
