@@ -11,7 +11,7 @@ those of the neighbours. The exact mean reward of an arm under the model is the 
 neighbours' tape means, so pseudo-regret is exact for the fitted model. A strategy with no
 recorded outcome in the task fails at once with no tokens (mean 0).
 
-NOTE (D4): a pool member's neighbours are those of the recorded kernel its features come from
+NOTE (D44): a pool member's neighbours are those of the recorded kernel its features come from
 (k0, or the recorded child an outcome was drawn from), found once at build time in that kernel's
 recorded phi; they are not searched again for the member's rescaled runtime (phi[0]). This keeps
 a step O(1) (the ablation-grid target) at the cost of ignoring the runtime shift in the distance.

@@ -7,7 +7,7 @@ strategy) in recorded order (the tapes). k0 is the parent of the task's first re
 Missing features are filled so the compiled policies never see NaN where they cannot handle it:
 phi, runtime vector and 9-dim profile take the task's per-dimension median (0 when the whole task
 lacks it); the hardware signature stays NaN unless the kernel was profiled (policies then treat
-it as unprofiled). NOTE (D1): the filled values are a replay convenience, not measurements.
+it as unprofiled). NOTE (D41): the filled values are a replay convenience, not measurements.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ below) of the chosen arm and of the best arm of the current pool, their differen
 regret; NaN where a mean is unknown) and its running sum over the steps where it is known, the
 best speedup so far (k0 runtime / best runtime seen), pool size, and cumulative tokens and cost.
 
-NOTE (D2): arm means (and so regret) are in units of the v2 reward max(0, (Tp - Tc) / Tp) for
+NOTE (D42): arm means (and so regret) are in units of the v2 reward max(0, (Tp - Tc) / Tp) for
 every policy, so regrets are comparable across policies; the `reward` column holds the policy's
 own reward (v1: 1 - Tc/Tp and -1 on failure), which is what the trace of a logged run records.
 
@@ -107,7 +107,7 @@ def new_outputs(n_episodes: int, steps: int, per_step: bool = True) -> tuple[Ste
 def _reps_pending(rep, size, hw) -> bool:
     """Whether some non-empty cluster's representative lacks a hardware dimension.
 
-    NOTE (D5): `representatives` (which allocates and passes the whole state: ~1.5 us) is asked
+    NOTE (D45): `representatives` (which allocates and passes the whole state: ~1.5 us) is asked
     only when this cheap check on the documented PolicyState fields `rep` / `size` says it may
     return something; the check is broader than the policy's own rule (a representative with
     *no* dimension known), so no representative it would return is ever missed. The tape

@@ -110,7 +110,7 @@ def record_trace(
                                    scratch.child_rt6, child_ms, key)
                     if idx >= 0:
                         env_on_add(env.kind, env.data, task, pool, scratch, idx)
-                        # NOTE (D3): the recorder profiles every correct kernel for the trace;
+                        # NOTE (D43): the recorder profiles every correct kernel for the trace;
                         # the policy itself saw hw only for its representatives.
                         saved = pool.hw[idx].copy()
                         env_reveal_hw(env.kind, env.data, task, pool, idx)
