@@ -28,7 +28,8 @@ I_ON_EXHAUST, I_KNN, I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS = 0, 1, 2,
 N_IPARAMS = 7
 # indices into EnvData.fparams
 F_L, F_NOISE, F_FAIL, F_STEP, F_JUMP, F_GMAX, F_USD_PER_TOKEN, F_SPREAD, F_GMIN = range(9)
-N_FPARAMS = 9
+F_FLOOR = 9  # synthetic: the planted floor (roofline) runtime in ms, 0 = no floor
+N_FPARAMS = 10
 
 
 class EnvData(NamedTuple):
@@ -37,6 +38,7 @@ class EnvData(NamedTuple):
     task_k0: np.ndarray  # (NT,) int64: global kernel row of each task's k0
     task_kstart: np.ndarray  # (NT + 1,) int64
     task_scale: np.ndarray  # (NT, 5) float64: per-dim std of recorded phi (for distances)
+    task_floor_ms: np.ndarray  # (NT,) fitted env: fastest correct runtime recorded (NOTE D46)
     k_phi: np.ndarray  # (NK, 5)
     k_hw: np.ndarray  # (NK, 3), NaN = never profiled
     k_prof9: np.ndarray  # (NK, 9)
@@ -55,6 +57,7 @@ class EnvData(NamedTuple):
     fit_nbr: np.ndarray  # (NK, S, knn) int64 fitted env: k nearest recorded parents with data
     fit_nbr_n: np.ndarray  # (NK, S) int64 how many of fit_nbr are set
     fit_mean: np.ndarray  # (NK, S) fitted env: mean reward of the model at each kernel
+    fit_min_ratio: np.ndarray  # (NK, S) fitted env: least Tc / Tp among the neighbours' outcomes
     syn_centers: np.ndarray  # (NT, K, dim) planted cluster centres
     syn_base: np.ndarray  # (NT, K, S) planted per-cluster x strategy mean improvement
     syn_hw: np.ndarray  # (NT, K, 3) planted hardware signature of each cluster
@@ -69,6 +72,7 @@ def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
         "task_k0": np.full(n_tasks, -1, np.int64),
         "task_kstart": np.zeros(n_tasks + 1, np.int64),
         "task_scale": np.ones((n_tasks, len(PHI_DIMS))),
+        "task_floor_ms": np.zeros(n_tasks),
         "k_phi": np.zeros((0, len(PHI_DIMS))),
         "k_hw": np.zeros((0, 3)),
         "k_prof9": np.zeros((0, len(PROFILE_DIMS))),
@@ -87,6 +91,7 @@ def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
         "fit_nbr": np.zeros((0, s, 1), np.int64),
         "fit_nbr_n": np.zeros((0, s), np.int64),
         "fit_mean": np.zeros((0, s)),
+        "fit_min_ratio": np.zeros((0, s)),
         "syn_centers": np.zeros((n_tasks, 1, 1)),
         "syn_base": np.zeros((n_tasks, 1, s)),
         "syn_hw": np.zeros((n_tasks, 1, 3)),

@@ -15,6 +15,15 @@ NOTE (D44): a pool member's neighbours are those of the recorded kernel its feat
 (k0, or the recorded child an outcome was drawn from), found once at build time in that kernel's
 recorded phi; they are not searched again for the member's rescaled runtime (phi[0]). This keeps
 a step O(1) (the ablation-grid target) at the cost of ignoring the runtime shift in the distance.
+
+NOTE (D46): a generative model should not extrapolate far past its data, and with D44 the
+recorded ratios would compound without limit (11x in 40 steps on a synthetic trace). A child's
+runtime is therefore bounded below by the task's floor, the fastest correct runtime recorded for
+the task (k0's included, no margin): T_child = max(T_parent * Tc' / Tp', floor). The arm means
+stay exact: a member whose runtime times the least ratio among its neighbours' outcomes
+(`fit_min_ratio`) stays above the floor keeps the precomputed `fit_mean`; otherwise its means
+are computed once, when it joins the pool, by averaging the clamped rewards over the neighbours'
+outcomes (`fitted_arm_means_arrays`). A member at the floor earns reward 0 from every arm.
 """
 
 from __future__ import annotations
@@ -66,6 +75,31 @@ def fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, key, s, rng) -> int:
     slot = row * N_STRATEGIES + s
     lo, hi = tape_start[slot], tape_start[slot + 1]
     return lo + rand_int(rng, hi - lo)
+
+
+@njit(cache=True)
+def fitted_arm_means_arrays(
+    fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n, tape_start, o_success, o_child_ms,
+    o_parent_ms, key, ms, floor_ms, out,
+) -> None:
+    """out[s] = exact mean reward under the model of strategy s on a member with kernel row
+    `key` running in ms, children clamped at floor_ms (NOTE D46)."""
+    for s in range(out.shape[0]):
+        if ms * fit_min_ratio[key, s] >= floor_ms:
+            out[s] = fit_mean[key, s]
+            continue
+        count = fit_nbr_n[key, s]
+        total = 0.0
+        for i in range(count):
+            slot = fit_nbr[key, s, i] * N_STRATEGIES + s
+            lo, hi = tape_start[slot], tape_start[slot + 1]
+            acc = 0.0
+            for o in range(lo, hi):
+                if o_success[o]:
+                    child_ms = max(ms * (o_child_ms[o] / o_parent_ms[o]), floor_ms)
+                    acc += max(0.0, (ms - child_ms) / ms)
+            total += acc / (hi - lo)
+        out[s] = total / max(count, 1)
 
 
 @njit(cache=True)

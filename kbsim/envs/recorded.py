@@ -123,11 +123,13 @@ def compile_recorded(
         k: []
         for k in (
             "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_child o_child_ms o_parent_ms o_reward "
-            "o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean tape_counts"
+            "o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean fit_min_ratio "
+            "tape_counts"
         ).split()
     }
     fields = empty_env(len(task_ids))
     scale = np.ones((len(task_ids), 5))
+    floor_ms = np.zeros(len(task_ids))
     kstart = [0]
     k0 = []
     sgroups = dict(tuple(sdf.groupby("task_id", sort=False)))
@@ -192,6 +194,12 @@ def compile_recorded(
         fit_nbr = np.full((n_k, s_count, knn), -1, np.int64)
         fit_n = np.zeros((n_k, s_count), np.int64)
         fit_mean = np.zeros((n_k, s_count))
+        # least recorded runtime ratio Tc / Tp of each kernel's tape, then of its neighbours'
+        ratio = np.where(success, child_ms / safe_parent_ms, np.inf)
+        tape_min = np.full(n_k * s_count, np.inf)
+        np.minimum.at(tape_min, key, ratio)
+        tape_min = tape_min.reshape(n_k, s_count)
+        fit_min = np.full((n_k, s_count), np.inf)
         for s in range(s_count):
             has = counts.reshape(n_k, s_count)[:, s] > 0
             if not has.any():
@@ -203,6 +211,14 @@ def compile_recorded(
             fit_n[:, s] = valid.sum(axis=1)
             nb_mean = np.where(valid, mean[np.where(valid, nb_order, 0), s], 0.0)
             fit_mean[:, s] = nb_mean.sum(axis=1) / np.maximum(fit_n[:, s], 1)
+            nb_min = np.where(valid, tape_min[np.where(valid, nb_order, 0), s], np.inf)
+            fit_min[:, s] = nb_min.min(axis=1)
+        # NOTE (D46): the fastest correct runtime recorded for the task (k0's included)
+        k0_ms = k_ms[parent[0]] if np.isfinite(k_ms[parent[0]]) else parent_ms[0]
+        correct_ms = np.append(child_ms[success], k0_ms)
+        correct_ms = correct_ms[np.isfinite(correct_ms) & (correct_ms > 0)]
+        floor_ms[t] = float(correct_ms.min()) if correct_ms.size else 0.0
+        blocks["fit_min_ratio"].append(fit_min)
         blocks["fit_nbr"].append(fit_nbr)
         blocks["fit_nbr_n"].append(fit_n)
         blocks["fit_mean"].append(fit_mean)
@@ -234,5 +250,6 @@ def compile_recorded(
     fields["task_kstart"] = np.asarray(kstart, np.int64)
     fields["task_k0"] = np.asarray(k0, np.int64)
     fields["task_scale"] = scale
+    fields["task_floor_ms"] = floor_ms
     fields["iparams"][I_MAX_TASK_KERNELS] = int(np.diff(fields["task_kstart"]).max())
     return fields, tuple(task_ids)

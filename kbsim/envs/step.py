@@ -31,7 +31,7 @@ from kbsim.envs.data import (
     STOP,
     SYNTHETIC,
 )
-from kbsim.envs.fitted import fitted_pick_arrays, rescale_features
+from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays, rescale_features
 from kbsim.envs.synthetic import (
     syn_arm_means_arrays,
     syn_features_arrays,
@@ -80,9 +80,11 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     key = pool.key[idx]
     if kind == SYNTHETIC:
         syn_arm_means_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, key,
-                             pool.phi[idx], row)
+                             pool.phi[idx], pool.ms[idx], row)
     elif kind == FITTED:
-        row[:] = env.fit_mean[key]
+        fitted_arm_means_arrays(env.fit_mean, env.fit_min_ratio, env.fit_nbr, env.fit_nbr_n,
+                                env.tape_start, env.o_success, env.o_child_ms, env.o_parent_ms,
+                                key, pool.ms[idx], env.task_floor_ms[task], row)
     else:
         tape_arm_means_arrays(env.tape_mean, env.tape_nn, env.iparams[I_ON_EXHAUST] == STOP, key,
                               row)
@@ -92,12 +94,12 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
 @njit(cache=True)
 def recorded_outcome(
     o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
-    row, own, rescale, parent_ms, child_phi, child_prof9, child_rt6,
+    row, own, rescale, parent_ms, floor_ms, child_phi, child_prof9, child_rt6,
 ):
     """(status, child_ms, child_key, tokens, cost) of recorded outcome `row` for a parent running
     in parent_ms: the recorded runtime on its own tape, else the recorded runtime ratio applied
-    to parent_ms; the child's features are the recorded child's (rescaled to the new runtime
-    when `rescale`)."""
+    to parent_ms, never below floor_ms (NOTE D46; 0: no floor); the child's features are the
+    recorded child's (rescaled to the new runtime when `rescale`)."""
     if row < 0:
         return 0, np.nan, -1, 0, 0.0
     tokens = o_tokens[row]
@@ -107,7 +109,7 @@ def recorded_outcome(
     if own:
         child_ms = o_child_ms[row]
     else:
-        child_ms = parent_ms * (o_child_ms[row] / o_parent_ms[row])
+        child_ms = max(parent_ms * (o_child_ms[row] / o_parent_ms[row]), floor_ms)
     child = o_child[row]
     child_phi[:] = k_phi[child]
     child_prof9[:] = k_prof9[child]
@@ -149,7 +151,8 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     return recorded_outcome(
         env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens, env.o_cost,
         env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, pool.ms[parent],
-        scratch.child_phi, scratch.child_prof9, scratch.child_rt6,
+        env.task_floor_ms[task] if kind == FITTED else 0.0, scratch.child_phi,
+        scratch.child_prof9, scratch.child_rt6,
     )
 
 

@@ -11,22 +11,33 @@ in the Euclidean norm; clusters differ by their planted b, the paper's cluster a
 
     m(x, j, s) = max(0, b[j, s] - L * ||x - c_j||)
 
-An attempt fails with probability ``fail``; otherwise the improvement is
-g = clip(m(x, s) + noise * Z, gmin, gmax), Z ~ N(0, 1), the child runs in
-T_child = T_parent * (1 - g) and the v2 reward is max(0, g). Its exact mean, known in closed
-form, makes pseudo-regret exact:
+Each task has a planted floor (roofline) runtime F = T_k0 / roofline (T_k0 = 1 ms; roofline=0:
+no floor, F = 0). An attempt fails with probability ``fail``; otherwise the improvement is
+g = clip(m(x, s) + noise * Z, gmin, gmax), Z ~ N(0, 1), applied to the parent's headroom above
+the floor: the child runs in T_child = F + (T_parent - F) * (1 - g), so runtimes never fall
+below F (best speedup <= roofline) and gains shrink as a kernel nears it. The v2 reward is
+max(0, (T_parent - T_child) / T_parent) = h * max(0, g) with h = (T_parent - F) / T_parent the
+parent's relative headroom. Its exact mean, known in closed form, makes pseudo-regret exact:
 
-    mu(x, s) = (1 - fail) * (G(m) - G(m - gmax)),
+    mu(x, s, T) = h(T) * (1 - fail) * (G(m) - G(m - gmax)),
     G(mu) = mu * Phi(mu / noise) + noise * pdf(mu / noise)
 
-(E[clip(X, 0, a)] = E[max(0, X)] - E[max(0, X - a)] for X ~ N(m, noise^2)). The child's point is
+(E[clip(X, 0, a)] = E[max(0, X)] - E[max(0, X - a)] for X ~ N(m, noise^2)). Arm means thus
+depend on the member's runtime, fixed once it joins the pool. Without a floor (h = 1) the gaps
+are stationary but a greedy policy compounds improvements without limit (speedups of 1e48 at
+T=1000). The child's point is
 x_parent + step * N(0, I) in the parent's cluster, or, with probability ``jump``, a fresh point
 c_j + spread * N(0, I) of a uniformly drawn cluster j. A kernel's hardware signature is its
 cluster's.
 
 Spec strings (``--synthetic SPEC``) are a comma list of ``key=value``, optionally starting with a
-named base: ``default``, ``fixed-pool`` (pool=100), ``minimax`` (gap=minimax, L=0, jump=0),
-``fixed-gap`` (gap=0.1, L=0, jump=0). Keys (defaults in SyntheticSpec):
+named base: ``default``, ``fixed-pool`` (pool=100, roofline=0), ``minimax`` (gap=minimax, L=0,
+jump=0, roofline=0), ``fixed-gap`` (gap=0.1, L=0, jump=0, roofline=0). The three presets disable
+the floor because their guarantees (the regret-slope and clusters-versus-pool experiments) need
+stationary per-arm gaps; a fixed pool cannot compound anyway. Add ``roofline=R`` to them to get a
+floor. Keys (defaults in SyntheticSpec):
+
+- roofline: the floor's speedup ceiling over k0 (default 8; 0 = no floor; else > 1);
 
 - K clusters, dim, L, noise, fail, spread, step, jump, gmax, theta (saturation used for planting),
   tokens (per attempt), usd_per_mtok, tasks (instances, task ids ``syn-000``...), seed;
@@ -49,6 +60,7 @@ from numba import njit
 
 from kbsim.envs.data import (
     F_FAIL,
+    F_FLOOR,
     F_GMAX,
     F_GMIN,
     F_JUMP,
@@ -90,6 +102,7 @@ class SyntheticSpec:
     gap: float = -1.0  # < 0: no controlled gap
     horizon: int = 40  # for gap=minimax
     mu_best: float = 0.3
+    roofline: float = 8.0  # speedup ceiling over k0 (floor runtime = T_k0 / roofline); 0: none
     tokens: int = 3000
     usd_per_mtok: float = 10.0
     tasks: int = 1
@@ -112,6 +125,7 @@ class SyntheticSpec:
             (0 < self.mu_best < 1, "mu_best must be in (0, 1)"),
             (self.tokens >= 0 and self.usd_per_mtok >= 0, "tokens and usd_per_mtok must be >= 0"),
             (self.tasks >= 1, "tasks must be >= 1"),
+            (self.roofline == 0 or self.roofline > 1, "roofline must be 0 (no floor) or > 1"),
         ]
         for ok, message in checks:
             if not ok:
@@ -121,6 +135,11 @@ class SyntheticSpec:
     def n_init(self) -> int:
         return self.pool if self.pool > 0 else self.n0
 
+    @property
+    def floor_ms(self) -> float:
+        """The planted floor runtime in ms (k0 runs in 1 ms); 0 without a floor."""
+        return 1.0 / self.roofline if self.roofline > 0 else 0.0
+
     def gap_value(self) -> float:
         """The planted gap between b[0, 0] and every other base (negative: no gap planted)."""
         return self.gap
@@ -128,9 +147,9 @@ class SyntheticSpec:
 
 _BASES: dict[str, dict[str, str]] = {
     "default": {},
-    "fixed-pool": {"pool": "100"},
-    "minimax": {"gap": "minimax", "L": "0", "jump": "0"},
-    "fixed-gap": {"gap": "0.1", "L": "0", "jump": "0"},
+    "fixed-pool": {"pool": "100", "roofline": "0"},
+    "minimax": {"gap": "minimax", "L": "0", "jump": "0", "roofline": "0"},
+    "fixed-gap": {"gap": "0.1", "L": "0", "jump": "0", "roofline": "0"},
 }
 
 
@@ -214,6 +233,7 @@ def build_synthetic(spec: SyntheticSpec | str) -> Env:
     fp[F_L], fp[F_NOISE], fp[F_FAIL], fp[F_STEP] = spec.L, spec.noise, spec.fail, spec.step
     fp[F_JUMP], fp[F_GMAX], fp[F_GMIN], fp[F_SPREAD] = spec.jump, spec.gmax, -1.0, spec.spread
     fp[F_USD_PER_TOKEN] = spec.usd_per_mtok / 1e6
+    fp[F_FLOOR] = spec.floor_ms
     # initial members: k0 first, then member i in cluster i mod K, near its centre
     phi = np.zeros((n_tasks * n_init, 5))
     for t in range(n_tasks):
@@ -277,11 +297,20 @@ def syn_improvement(env, task: int, label: int, phi: np.ndarray, s: int) -> floa
 
 
 @njit(cache=True)
-def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
-    """Exact mean v2 reward of strategy s on the kernel (phi, cluster label)."""
+def headroom(floor_ms: float, ms: float) -> float:
+    """h = (ms - floor) / ms: the share of a kernel's runtime above the floor (1 with no floor)."""
+    if floor_ms <= 0.0:
+        return 1.0
+    return max(0.0, (ms - floor_ms) / ms)
+
+
+@njit(cache=True)
+def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int, ms: float = 1.0) -> float:
+    """Exact mean v2 reward of strategy s on the kernel (phi, cluster label) running in ms."""
     m = syn_improvement(env, task, label, phi, s)
     fp = env.fparams
-    return (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
+    h = headroom(fp[F_FLOOR], ms)
+    return h * (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
 # The *_arrays kernels take only the arrays they read: every array crossing a compiled call
@@ -290,18 +319,22 @@ def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int) -> float:
 
 
 @njit(cache=True)
-def syn_arm_means_arrays(centers, base, fp, ip, task, label, phi, out) -> None:
-    """out[s] = exact mean v2 reward of every strategy s on the kernel (phi, label)."""
+def syn_arm_means_arrays(centers, base, fp, ip, task, label, phi, ms, out) -> None:
+    """out[s] = exact mean v2 reward of every strategy s on the kernel (phi, label) running in
+    ms."""
     dim = ip[I_DIM]
+    scale = headroom(fp[F_FLOOR], ms) * (1.0 - fp[F_FAIL])
     for s in range(out.shape[0]):
         m = _improvement(centers, base, fp[F_L], dim, task, label, phi, s)
-        out[s] = (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
+        out[s] = scale * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
 @njit(cache=True)
-def syn_arm_means(env, task: int, label: int, phi: np.ndarray, out: np.ndarray) -> None:
+def syn_arm_means(
+    env, task: int, label: int, phi: np.ndarray, ms: float, out: np.ndarray
+) -> None:
     syn_arm_means_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, label,
-                         phi, out)
+                         phi, ms, out)
 
 
 @njit(cache=True)
@@ -349,7 +382,8 @@ def syn_step_arrays(centers, base, fp, ip, task, label, parent_phi, parent_ms, s
         return False, np.nan, -1
     g = _improvement(centers, base, fp[F_L], dim, task, label, parent_phi, s)
     g = min(max(g + fp[F_NOISE] * rand_normal(rng), fp[F_GMIN]), fp[F_GMAX])
-    child_ms = parent_ms * (1.0 - g)
+    floor_ms = fp[F_FLOOR]
+    child_ms = floor_ms + (parent_ms - floor_ms) * (1.0 - g)
     child_label = label
     if rand_uniform(rng) < fp[F_JUMP]:
         j = rand_int(rng, ip[I_K])

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_ON_EXHAUST, I_TOKENS, STOP, SYNTHETIC
-from kbsim.envs.fitted import fitted_pick_arrays
+from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
 from kbsim.envs.synthetic import syn_arm_means_arrays, syn_features_arrays, syn_step_arrays
 from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
@@ -142,6 +142,8 @@ def run_episode(
     centers, base, syn_hw_table = env.syn_centers, env.syn_base, env.syn_hw
     efp, eip = env.fparams, env.iparams
     fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
+    fit_min_ratio = env.fit_min_ratio
+    fit_floor = env.task_floor_ms[task] if ekind == FITTED else 0.0
     tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
     o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
     o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
@@ -211,8 +213,8 @@ def run_episode(
                     served += 1
             status, child_ms, child_key, tok, c = recorded_outcome(
                 o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9,
-                k_rt6, row, own, ekind == FITTED, p_ms[parent], child_phi, child_prof9,
-                child_rt6,
+                k_rt6, row, own, ekind == FITTED, p_ms[parent], fit_floor, child_phi,
+                child_prof9, child_rt6,
             )
         success = status == 1
         reward = update(pkind, fparams, iparams, state, pool, cluster, s, parent, child_ms,
@@ -234,9 +236,11 @@ def run_episode(
                     row_means = means[idx]
                     if ekind == SYNTHETIC:
                         syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
-                                             p_phi[idx], row_means)
+                                             p_phi[idx], p_ms[idx], row_means)
                     elif ekind == FITTED:
-                        row_means[:] = fit_mean[child_key]
+                        fitted_arm_means_arrays(fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n,
+                                                tape_start, o_success, o_child_ms, o_parent_ms,
+                                                child_key, p_ms[idx], fit_floor, row_means)
                     else:
                         tape_arm_means_arrays(tape_mean, tape_nn, stop, child_key, row_means)
                     b = row_max(row_means)
