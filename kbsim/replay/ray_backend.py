@@ -24,6 +24,7 @@ Ray is imported only here (and only when this module is), so the local backend s
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,10 +198,10 @@ def run_sweep_ray(
             "backend": "ray",
         }, indent=2))
     want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
-    remote = ray.remote(_chunk_task).options(
-        num_cpus=cpus_per_chunk, max_retries=max_retries, retry_exceptions=True,
-        name="kernelband_replay_chunk",
-    )
+    remote = ray.remote(_chunk_task)
+    # task names (Ray's dashboard, and a worker's process title while it runs the chunk) say
+    # which sweep and chunk: kernelband_replay_<sweep id>_chunk<index>
+    sweep_id = uuid.uuid4().hex[:8]
     env_refs = [ray.put(env) for env in env_list]
     if max_in_flight is None:
         max_in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
@@ -214,9 +215,13 @@ def run_sweep_ray(
     def submit(job: ChunkJob) -> None:
         plan = plans[job.env_index]
         part = slice(job.lo, job.hi)
-        ref = remote.remote(str(job.spec), env_refs[job.env_index], plan.ep_task[part],
-                            plan.ep_seed[part], plan.prng[part], plan.erng[part],
-                            plan.n_init[part], steps, horizon_list, want_table, cpus_per_chunk)
+        ref = remote.options(
+            num_cpus=cpus_per_chunk, max_retries=max_retries, retry_exceptions=True,
+            name=f"kernelband_replay_{sweep_id}_chunk{job.index}",
+        ).remote(
+            str(job.spec), env_refs[job.env_index], plan.ep_task[part], plan.ep_seed[part],
+            plan.prng[part], plan.erng[part], plan.n_init[part], steps, horizon_list,
+            want_table, cpus_per_chunk)
         pending[ref] = job
 
     try:

@@ -66,18 +66,30 @@ def test_sweep_equals_the_local_backend(tmp_path, ray_cluster, env):
         .reset_index(drop=True))
 
 
+def _chunk_workers() -> list[tuple[int, str]]:
+    """(pid, process title) of the Ray workers running a replay chunk."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or []).strip()
+        if cmdline.startswith("ray::kernelband_replay_"):
+            found.append((proc.info["pid"], cmdline))
+    return found
+
+
 def _kill_first_chunk_worker(killed: list[int], stop: threading.Event) -> None:
-    """SIGKILL the first worker process seen running a replay chunk (Ray's proctitle)."""
+    """SIGKILL the first worker seen running a chunk of the sweep started after this call
+    (titles name the sweep, so a worker still titled by an earlier sweep is left alone)."""
+    earlier = {title for _, title in _chunk_workers()}
     while not stop.is_set() and not killed:
-        for proc in psutil.process_iter(["pid", "cmdline"]):
-            cmdline = " ".join(proc.info["cmdline"] or [])
-            if cmdline.startswith("ray::kernelband_replay_chunk"):
-                try:
-                    os.kill(proc.info["pid"], signal.SIGKILL)
-                except ProcessLookupError:
-                    continue
-                killed.append(proc.info["pid"])
-                return
+        for pid, title in _chunk_workers():
+            if title in earlier:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed.append(pid)
+            return
         time.sleep(0.01)
 
 
