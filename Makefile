@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-out
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-fast lint clean
 
 $(BIN)/kernelband: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(BIN)/kernelband
 test: $(BIN)/kernelband
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+## test-fast: the suite without the tests marked slow (the engine-backed acceptance runs, kill loops)
+test-fast: $(BIN)/kernelband
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(BIN)/kernelband
 	$(BIN)/ruff check .
