@@ -42,7 +42,9 @@ def config(out) -> RunConfig:
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # 4 logical CPUs (on this 2-core machine): the shared pool's two actors reserve one each,
+    # and the CLI test starts two more beside them
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
