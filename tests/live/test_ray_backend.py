@@ -42,9 +42,10 @@ def config(out) -> RunConfig:
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    # 4 logical CPUs (on this 2-core machine): the shared pool's two actors reserve one each,
-    # and the CLI test starts two more beside them
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    # 8 logical CPUs (scheduling tokens on this 2-core machine): the shared pool's two actors
+    # reserve one each, the lost-actor test's replacement a third, and the CLI test starts two
+    # more beside them (with 4, its second actor waited forever for a free token)
+    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
