@@ -48,7 +48,10 @@ def test_gold_vs_gold_keeps_good_operators_and_reports_the_broken_one(loaded) ->
     assert [t.name for t in tasks] == ["tritonbench/add", "tritonbench/row_sum"]
     assert [op for op, _ in skipped] == ["noisy_scale"]
     assert "gold-vs-gold check failed" in skipped[0][1]
-    assert "result_gold" in skipped[0][1]
+    # noisy_scale draws from the global RNG: whichever check runs into the difference first
+    # (its own result_gold, or the outputs on the performance inputs) reports it, depending on
+    # the RNG state earlier tests left behind
+    assert "result_gold" in skipped[0][1] or "elements differ" in skipped[0][1]
 
 
 def test_tasks_follow_the_returns_convention(loaded) -> None:
