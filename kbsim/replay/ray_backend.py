@@ -23,7 +23,6 @@ Ray is imported only here (and only when this module is), so the local backend s
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,9 +40,9 @@ from kbsim.policies.spec import PolicySpec
 from kbsim.replay.seeding import env_rng, policy_rng
 from kbsim.replay.sweep import (
     SweepResult,
-    _as_specs,
-    _seed_list,
     _write_atomic,
+    sweep_arguments,
+    write_sweep_manifest,
 )
 
 
@@ -166,16 +165,8 @@ def run_sweep_ray(
     `max_retries`: runs of a failed or lost chunk after its first. `max_in_flight`: chunks
     submitted at once (default: twice the cluster's CPUs), which bounds the driver's memory.
     """
-    specs = _as_specs(policies)
-    env_list = [envs] if isinstance(envs, Env) else list(envs)
-    seed_list = _seed_list(seeds)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}.")
-    horizon_list = sorted(set(horizons or [steps]))
-    if horizon_list[0] < 1 or horizon_list[-1] > steps:
-        raise ValueError(f"horizons must lie in 1..{steps}, got {horizon_list}.")
-    if not specs:
-        raise ValueError("no policy given.")
+    specs, env_list, seed_list, horizon_list = sweep_arguments(policies, envs, seeds, steps,
+                                                                 horizons)
     if cpus_per_chunk < 1:
         raise ValueError(f"cpus_per_chunk must be >= 1, got {cpus_per_chunk}.")
     if max_retries < 0:
@@ -187,16 +178,8 @@ def run_sweep_ray(
     jobs = plan_chunks(specs, plans, chunk_episodes)
     out_dir = Path(out) if out is not None else None
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "_replay.json").write_text(json.dumps({
-            "policies": [str(s) for s in specs],
-            "envs": [{"env": e.name, "source": e.description, "tasks": list(e.task_ids)}
-                     for e in env_list],
-            "seeds": seed_list,
-            "steps": steps,
-            "horizons": horizon_list,
-            "backend": "ray",
-        }, indent=2))
+        write_sweep_manifest(out_dir, specs, env_list, seed_list, steps, horizon_list,
+                             backend="ray")
     want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
     remote = ray.remote(_chunk_task)
     # task names (Ray's dashboard, and a worker's process title while it runs the chunk) say

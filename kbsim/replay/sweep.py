@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -190,6 +191,43 @@ def run_chunk_rows(
     return summary, table
 
 
+def sweep_arguments(
+    policies: Sequence[str | PolicySpec],
+    envs: Env | Sequence[Env],
+    seeds: int | Sequence[int],
+    steps: int,
+    horizons: Sequence[int] | None,
+) -> tuple[list[PolicySpec], list[Env], list[int], list[int]]:
+    """Checked (specs, envs, seeds, horizons) of a sweep; one clear sentence on bad input."""
+    specs = _as_specs(policies)
+    env_list = [envs] if isinstance(envs, Env) else list(envs)
+    seed_list = _seed_list(seeds)
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}.")
+    horizon_list = sorted(set(horizons or [steps]))
+    if horizon_list[0] < 1 or horizon_list[-1] > steps:
+        raise ValueError(f"horizons must lie in 1..{steps}, got {horizon_list}.")
+    if not specs:
+        raise ValueError("no policy given.")
+    return specs, env_list, seed_list, horizon_list
+
+
+def write_sweep_manifest(out_dir: Path, specs: Sequence[PolicySpec], env_list: Sequence[Env],
+                         seed_list: Sequence[int], steps: int, horizons: Sequence[int],
+                         **extra: Any) -> None:
+    """Create `out_dir` and write `_replay.json`: what the sweep runs."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "_replay.json").write_text(json.dumps({
+        "policies": [str(s) for s in specs],
+        "envs": [{"env": e.name, "source": e.description, "tasks": list(e.task_ids)}
+                 for e in env_list],
+        "seeds": list(seed_list),
+        "steps": steps,
+        "horizons": list(horizons),
+        **extra,
+    }, indent=2))
+
+
 def run_sweep(
     policies: Sequence[str | PolicySpec],
     envs: Env | Sequence[Env],
@@ -212,35 +250,14 @@ def run_sweep(
     written as Parquet part files (unless write_steps=False) plus `_summary.parquet`; without
     it they are returned in memory (keep_steps). `threads` sets numba's thread count.
     """
-    specs = _as_specs(policies)
-    env_list = [envs] if isinstance(envs, Env) else list(envs)
-    seed_list = _seed_list(seeds)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}.")
-    horizons = sorted(set(horizons or [steps]))
-    if horizons[0] < 1 or horizons[-1] > steps:
-        raise ValueError(f"horizons must lie in 1..{steps}, got {horizons}.")
-    if not specs:
-        raise ValueError("no policy given.")
+    specs, env_list, seed_list, horizons = sweep_arguments(policies, envs, seeds, steps,
+                                                             horizons)
     if threads is not None:
         numba.set_num_threads(threads)
     n_workers = numba.get_num_threads()
     out_dir = Path(out) if out is not None else None
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "_replay.json").write_text(
-            json.dumps(
-                {
-                    "policies": [str(s) for s in specs],
-                    "envs": [{"env": e.name, "source": e.description, "tasks": list(e.task_ids)}
-                             for e in env_list],
-                    "seeds": seed_list,
-                    "steps": steps,
-                    "horizons": horizons,
-                },
-                indent=2,
-            )
-        )
+        write_sweep_manifest(out_dir, specs, env_list, seed_list, steps, horizons)
     seed_arr = np.asarray(seed_list, np.int64)
     plans = []
     for env in env_list:
