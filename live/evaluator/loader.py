@@ -6,10 +6,11 @@ written into the candidate's own temp dir, which is also the worker's cwd while 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 from pathlib import Path
+
+from live.tasks.loading import exec_module_file
 
 
 class CandidateLoadError(Exception):
@@ -26,14 +27,9 @@ def load_candidate(
         compile(code, str(path), "exec")
     except SyntaxError as exc:
         raise CandidateLoadError(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        module = exec_module_file(path, module_name, keep=True)
     except BaseException as exc:  # noqa: BLE001 - any import-time failure is the candidate's
-        sys.modules.pop(module_name, None)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise CandidateLoadError(f"import failed: {type(exc).__name__}: {exc}") from None

@@ -26,6 +26,27 @@ def _candidate_dir() -> Path:
     return _module_dir
 
 
+def exec_module_file(path: Path, name: str, *, keep: bool) -> ModuleType:
+    """Import the module file at `path` under `name`; exceptions propagate to the caller.
+
+    The module is registered in ``sys.modules`` while it executes (dataclasses, pickling and
+    Triton look it up there); `keep` leaves it registered afterwards (the caller unregisters it),
+    otherwise it is removed, whatever happened.
+    """
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not keep:
+        sys.modules.pop(name, None)
+    return module
+
+
 def import_source(source: str, stem: str = "candidate") -> ModuleType:
     """Write ``source`` to a file and import it as a fresh module (never cached across calls).
 
@@ -37,13 +58,4 @@ def import_source(source: str, stem: str = "candidate") -> ModuleType:
     name = f"kb_{safe_stem}_{digest}"
     path = _candidate_dir() / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered while executing so that dataclasses, pickling and Triton can find the module.
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(name, None)
-    return module
+    return exec_module_file(path, name, keep=False)
