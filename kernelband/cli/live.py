@@ -31,6 +31,9 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               default=None, help="Nsight Compute: the representatives the policy asks for, "
               "every correct kernel, or none [reps].")
 @click.option("--in-flight", type=int, default=None, help="Tasks run concurrently [4].")
+@click.option("--eval-workers", type=int, default=None,
+              help="Evaluator processes: they compile and check side by side, and time one at "
+              "a time [GPU: one per task in flight, at most 8; CPU: 1].")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Stop starting attempts after this many seconds.")
 @click.option("--eval-timeout", "eval_timeout_s", type=float, default=None,
@@ -70,7 +73,7 @@ def live(**values: Any) -> None:
         if values["config_file"]:
             settings.update(load_config_file(values["config_file"]))
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
-                    "in_flight", "max_wall_s", "eval_timeout_s"):
+                    "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:

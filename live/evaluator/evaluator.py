@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, fields
 from typing import Any
 
+from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.hashing import kernel_id
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
@@ -56,6 +57,10 @@ class Evaluator:
         static_check: refuse suspicious source before it runs (status ``rejected``; see
             `live.evaluator.static_check`); off by default so the kernel lab judges anything,
             on in the live runner, whose candidates are untrusted LLM output.
+        gpu_lock: share the device between concurrent ``evaluate`` calls (several workers):
+            loading, compiling and checking hold it shared, timing holds it exclusive (the worker
+            waits for its turn before timing), so timings are never taken while anything else
+            runs on the device. Without it, callers serialize evaluations themselves.
     """
 
     def __init__(
@@ -71,6 +76,7 @@ class Evaluator:
         timing: TimingConfig | None = None,
         startup_timeout_s: float = 300.0,
         static_check: bool = False,
+        gpu_lock: GpuLock | None = None,
     ):
         if workers < 1:
             raise ValueError("workers must be >= 1")
@@ -85,6 +91,7 @@ class Evaluator:
         self.timing = timing or TimingConfig()
         self.startup_timeout_s = startup_timeout_s
         self.static_check = static_check
+        self.gpu_lock = gpu_lock
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
@@ -164,7 +171,25 @@ class Evaluator:
                 "baseline": "reference" if baseline_code is None else "k0"}
         request = {"op": "evaluate", "task_spec": self.task_spec, "task_name": task_name,
                    "code": code, "seed": seed, "n_seeds": self.n_seeds,
-                   "baseline_code": baseline_code, "timing": asdict(self.timing)}
+                   "baseline_code": baseline_code, "timing": asdict(self.timing),
+                   "exclusive_timing": self.gpu_lock is not None}
+        if self.gpu_lock is None:
+            return self._exchange(worker, request, task_name, kid, base, None)
+        held = ["shared"]
+        self.gpu_lock.acquire_shared()
+        try:
+            return self._exchange(worker, request, task_name, kid, base, held)
+        finally:
+            if held[0] == "shared":
+                self.gpu_lock.release_shared()
+            elif held[0] == "exclusive":
+                self.gpu_lock.release_exclusive()
+
+    def _exchange(self, worker: WorkerProcess, request: dict[str, Any], task_name: str,
+                  kid: str, base: dict[str, str],
+                  held: list[str] | None) -> tuple[EvalResult, bool]:
+        """Send `request` and follow the worker's phases to its result; `held` tracks which
+        side of the GPU lock this call holds (None: no lock)."""
         if not worker.send(request):
             got = worker._death()
             return failure("runtime_error", kid, task_name, got.detail, **base), False
@@ -181,11 +206,22 @@ class Evaluator:
                 return failure("runtime_error", kid, task_name,
                                f"memory limit exceeded: {got.detail}", **base), False
             tag, payload = got.message
+            if tag == "phase" and payload == "timing" and held is not None:
+                assert self.gpu_lock is not None
+                self.gpu_lock.release_shared()
+                held[0] = "none"
+                self.gpu_lock.acquire_exclusive()  # waiting here is not the candidate's time
+                held[0] = "exclusive"
+                if not worker.send({"op": "go"}):
+                    got = worker._death()
+                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                phase_timeout, phase = self.timeout_s, "run"
+                continue
             if tag == "phase":
                 phase_timeout, phase = self.timeout_s, "run"
                 continue
             values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
-            values.setdefault("timing_backend", backend)
+            values.setdefault("timing_backend", base["timing_backend"])
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
             return result, not payload.get("recycle", False)

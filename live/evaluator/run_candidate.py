@@ -138,11 +138,14 @@ class CandidateRunner:
         return self._tasks[key]
 
     def evaluate(self, request: dict[str, Any], workdir: Path,
-                 on_compiled: Callable[[], None]) -> dict[str, Any]:
+                 on_compiled: Callable[[], None],
+                 await_turn: Callable[[], bool] | None = None) -> dict[str, Any]:
+        """Judge one request; `await_turn` (if given) is called between checking and timing and
+        returns once the device is ours alone (False: the parent is gone)."""
         phases: dict[str, float] = {}
         names: list[str] = []
         try:
-            return self._evaluate(request, workdir, on_compiled, phases, names)
+            return self._evaluate(request, workdir, on_compiled, phases, names, await_turn)
         except Outcome as outcome:
             return {"status": outcome.status, "error": short_error(outcome.message),
                     "recycle": outcome.recycle, **phases}
@@ -178,7 +181,8 @@ class CandidateRunner:
             raise Outcome("incorrect", f"{label}: {failure.message}")
 
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
-                  phases: dict[str, float], names: list[str]) -> dict[str, Any]:
+                  phases: dict[str, float], names: list[str],
+                  await_turn: Callable[[], bool] | None = None) -> dict[str, Any]:
         try:
             task = self._task(request["task_spec"], request["task_name"])
         except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
@@ -226,6 +230,11 @@ class CandidateRunner:
         if baseline_code is not None:
             base_module = self._load(baseline_code, workdir, task, names)
         config = TimingConfig(**request.get("timing", {}))
+        if await_turn is not None:
+            self._sync()  # our own checks are done before we ask for the device alone
+            if not await_turn():
+                raise Outcome("runtime_error", "the evaluator went away before timing",
+                              recycle=True)
         started = time.perf_counter()
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None

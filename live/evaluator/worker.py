@@ -83,9 +83,18 @@ def main() -> None:
         workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
         os.chdir(workdir)
         started = time.perf_counter()
+
+        def await_turn() -> bool:
+            """Ask the parent for the GPU to ourselves; False if it is gone."""
+            write_frame(proto_out, ("phase", "timing"))
+            answer = read_frame_fd(proto_in.fileno())
+            return isinstance(answer, dict) and answer.get("op") == "go"
+
         try:
             response = runner.evaluate(
-                request, workdir, on_compiled=lambda: write_frame(proto_out, ("phase", "compiled"))
+                request, workdir,
+                on_compiled=lambda: write_frame(proto_out, ("phase", "compiled")),
+                await_turn=await_turn if request.get("exclusive_timing") else None,
             )
         finally:
             os.chdir(home)

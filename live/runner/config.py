@@ -36,6 +36,9 @@ class RunConfig:
             signature only once it asks), ``off`` none.
         in_flight: tasks run concurrently (LLM latency overlaps GPU work; GPU timing and
             profiling are never concurrent on one device).
+        eval_workers: warm evaluator processes; 0 picks one per task in flight on a GPU (at most
+            8, and at most half the CPU cores: they compile and check concurrently, and time
+            one at a time), one on the CPU.
         max_wall_s: wall-clock budget for the whole run.
         eval_timeout_s: per-candidate limit for checking and timing (compile has its own).
     """
@@ -49,6 +52,7 @@ class RunConfig:
     device: str = "auto"
     profile: str = "reps"
     in_flight: int = 4
+    eval_workers: int = 0
     max_wall_s: float | None = None
     eval_timeout_s: float = 120.0
 
@@ -57,6 +61,8 @@ class RunConfig:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if self.in_flight < 1:
             raise ValueError(f"in_flight must be >= 1, got {self.in_flight}")
+        if self.eval_workers < 0:
+            raise ValueError(f"eval_workers must be >= 0, got {self.eval_workers}")
         if self.profile not in PROFILE_MODES:
             raise ValueError(
                 f"profile must be one of {', '.join(PROFILE_MODES)}, got {self.profile!r}"

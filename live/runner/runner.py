@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from typing import Any
 from kbsim.policies.spec import parse_policy
 from kbsim.trace.writer import TraceWriter
 from live.evaluator import Evaluator, kernel_id
+from live.evaluator.evaluator import resolve_device
+from live.evaluator.gpu_lock import GpuLock
 from live.profiler import NcuProfiler
 from live.proposers.base import ParentInfo, Proposal, Proposer
 from live.proposers.budget import Budget
@@ -90,20 +93,22 @@ class LiveRunner:
         self.resume = resume
         self.run_id = config.resolved_run_id
         self.tasks: list[Task] = resolve_tasks(config.tasks)
-        self._own_evaluator = evaluator is None
-        workers = 1
-        self.evaluator = evaluator or Evaluator(
-            config.tasks, device=config.device, workers=workers,
-            timeout_s=config.eval_timeout_s, static_check=True,
-        )
-        on_gpu = self.evaluator.device == "cuda"
-        # GPU: one lock for timing and profiling; CPU (interpreter): no timing worth guarding,
-        # but one worker process is shared all the same. device_lock=False: the evaluator
-        # serializes per device itself (live.backends.ray_pool: one call at a time per GPU).
+        # GPU: a readers-writer lock: candidates compile and check side by side, timing and
+        # profiling take the device alone (live.evaluator.gpu_lock). CPU (interpreter): no
+        # timing worth guarding, one worker. device_lock=False: the evaluator serializes per
+        # device itself (live.backends.ray_pool: one call at a time per GPU).
         if device_lock is None:
-            device_lock = on_gpu
-        self._device_lock: contextlib.AbstractContextManager = (
-            threading.Lock() if device_lock else contextlib.nullcontext()
+            device_lock = resolve_device(config.device) == "cuda"
+        self.gpu_lock = GpuLock() if device_lock and evaluator is None else None
+        self._own_evaluator = evaluator is None
+        self.evaluator = evaluator or Evaluator(
+            config.tasks, device=config.device, workers=self._eval_workers(config),
+            timeout_s=config.eval_timeout_s, static_check=True, gpu_lock=self.gpu_lock,
+        )
+        # an evaluator from outside without our lock: serialize whole evaluations ourselves
+        self._serial_lock: contextlib.AbstractContextManager = (
+            threading.Lock() if device_lock and self.gpu_lock is None
+            else contextlib.nullcontext()
         )
         out = Path(config.out)
         self.profiler = profiler
@@ -115,6 +120,19 @@ class LiveRunner:
         self.progress = Progress([t.name for t in self.tasks], config.steps,
                                  enabled=show_progress)
         self.writer: TraceWriter | None = None
+
+    def _eval_workers(self, config: RunConfig) -> int:
+        if config.eval_workers:
+            return config.eval_workers
+        if resolve_device(config.device) != "cuda":
+            return 1
+        cores = os.cpu_count() or 2
+        return max(1, min(config.in_flight, len(self.tasks), 8, cores // 2))
+
+    def _device_alone(self) -> contextlib.AbstractContextManager:
+        """The device to ourselves (profiling): the GPU lock's exclusive side, or the serial
+        lock."""
+        return self.gpu_lock.exclusive() if self.gpu_lock is not None else self._serial_lock
 
     # -- manifest --------------------------------------------------------------------------
 
@@ -237,7 +255,7 @@ class LiveRunner:
     def _profile(self, task: Task, kernel: KernelInfo) -> None:
         """Profile a correct kernel and record the signature in the trace."""
         assert self.profiler is not None
-        with self._device_lock:
+        with self._device_alone():
             result = self.profiler.profile(task.name, kernel.code)
         kernel.profile_tried = True
         if result.profiled and result.hw_sig is not None:
@@ -256,7 +274,7 @@ class LiveRunner:
 
     def _evaluate(self, task: Task, code: str, *, parent_id: str | None, chain: list[str],
                   seed: int) -> Outcome:
-        with self._device_lock:
+        with self._serial_lock:
             result = self.evaluator.evaluate(task.name, code, seed=seed)
         kernel = None
         if result.status == "ok" and result.correct:
@@ -272,7 +290,7 @@ class LiveRunner:
         profile = None
         if kernel is not None and self.config.profile == "all" and self._profiling:
             assert self.profiler is not None
-            with self._device_lock:
+            with self._device_alone():
                 profile = self.profiler.profile(task.name, code)
             kernel.profile_tried = True
             if profile.profiled and profile.hw_sig is not None:

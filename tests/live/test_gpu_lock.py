@@ -1,0 +1,169 @@
+"""The GPU lock: shared holders overlap, an exclusive holder is alone, writers are not starved."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from live.evaluator.gpu_lock import GpuLock
+
+
+def test_shared_holders_overlap_and_exclusive_waits_for_them() -> None:
+    lock = GpuLock()
+    lock.acquire_shared()
+    lock.acquire_shared()
+    assert lock.state == (2, False)
+    got = threading.Event()
+
+    def writer() -> None:
+        with lock.exclusive():
+            got.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.05)
+    assert not got.is_set()
+    lock.release_shared()
+    time.sleep(0.05)
+    assert not got.is_set()
+    lock.release_shared()
+    t.join(2)
+    assert got.is_set()
+    assert lock.state == (0, False)
+
+
+def test_waiting_writer_blocks_new_readers() -> None:
+    lock = GpuLock()
+    lock.acquire_shared()
+    order: list[str] = []
+
+    def writer() -> None:
+        with lock.exclusive():
+            order.append("writer")
+
+    def reader() -> None:
+        with lock.shared():
+            order.append("reader")
+
+    w = threading.Thread(target=writer)
+    w.start()
+    time.sleep(0.05)  # the writer now waits for the first reader
+    r = threading.Thread(target=reader)
+    r.start()
+    time.sleep(0.05)
+    assert order == []  # the new reader queues behind the waiting writer
+    lock.release_shared()
+    w.join(2)
+    r.join(2)
+    assert order == ["writer", "reader"]
+
+
+def test_exclusive_is_alone_under_contention() -> None:
+    lock = GpuLock()
+    inside = {"shared": 0, "exclusive": 0}
+    violations: list[str] = []
+    guard = threading.Lock()
+
+    def enter(kind: str) -> None:
+        with guard:
+            inside[kind] += 1
+            if inside["exclusive"] > 1 or (inside["exclusive"] and inside["shared"]):
+                violations.append(str(inside))
+
+    def leave(kind: str) -> None:
+        with guard:
+            inside[kind] -= 1
+
+    def work(i: int) -> None:
+        for j in range(50):
+            kind = "exclusive" if (i + j) % 3 == 0 else "shared"
+            with (lock.exclusive() if kind == "exclusive" else lock.shared()):
+                enter(kind)
+                time.sleep(0.0005)
+                leave(kind)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert violations == []
+    assert lock.state == (0, False)
+
+
+def test_unbalanced_release_is_an_error() -> None:
+    lock = GpuLock()
+    with pytest.raises(RuntimeError):
+        lock.release_shared()
+    with pytest.raises(RuntimeError):
+        lock.release_exclusive()
+
+
+class RecordingLock(GpuLock):
+    """A GpuLock that logs who holds what, to check the evaluator's protocol."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+        self._log = threading.Lock()
+
+    def _note(self, event: str) -> None:
+        with self._log:
+            self.events.append(event)
+
+    def acquire_shared(self) -> None:
+        super().acquire_shared()
+        self._note("+s")
+
+    def release_shared(self) -> None:
+        self._note("-s")
+        super().release_shared()
+
+    def acquire_exclusive(self) -> None:
+        super().acquire_exclusive()
+        self._note("+x")
+
+    def release_exclusive(self) -> None:
+        self._note("-x")
+        super().release_exclusive()
+
+
+@pytest.mark.slow
+def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
+    """Two workers, four concurrent candidates: each checks under the shared side and times
+    under the exclusive side; failures release the lock; results are the same as without."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    folder = Path(__file__).parent / "fixtures" / "candidates"
+    good = (folder / "vadd_good.py").read_text()
+    wrong = (folder / "vadd_wrong.py").read_text()
+    lock = RecordingLock()
+    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=20, compile_timeout_s=60,
+                   memory_limit_mb=8192, gpu_lock=lock) as ev:
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda args: ev.evaluate("vadd", args[0], seed=args[1]),
+                                    [(good, 0), (wrong, 0), (good, 1), (wrong, 1)]))
+    assert [r.status for r in results] == ["ok", "incorrect", "ok", "incorrect"]
+    assert all(r.ms and r.ms > 0 for r in results if r.status == "ok")
+    assert lock.state == (0, False)
+    # replay the log: an exclusive hold never overlaps anything else
+    readers, writer = 0, False
+    for event in lock.events:
+        if event == "+s":
+            assert not writer
+            readers += 1
+        elif event == "-s":
+            readers -= 1
+        elif event == "+x":
+            assert readers == 0 and not writer
+            writer = True
+        else:
+            writer = False
+    assert lock.events.count("+x") == 2  # the two correct candidates were timed
+    assert lock.events.count("+s") == 4
