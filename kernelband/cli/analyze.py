@@ -1,11 +1,62 @@
-"""`kernelband analyze` and `kernelband report`: thin wrappers over analysis.pipeline/report."""
+"""`kernelband analyze` and `kernelband report`: thin wrappers over analysis.pipeline/report.
+
+`analyze` is both a command (``kernelband analyze [INPUT] --out DIR``) and a group of named
+analyses that need more than one input (``kernelband analyze sim2real ...``); each subcommand
+lives in its own module, imported only when invoked.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
+
+#: subcommand name -> (module, attribute)
+_SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "sim2real": ("kernelband.cli.analyze_sim2real", "sim2real"),
+}
+
+
+class _InputOrSubcommand(click.Group):
+    """A group that, unless its first argument names a subcommand, runs as a plain command.
+
+    ``analyze INPUT --out DIR`` parses as the command it always was (options after INPUT
+    included); ``analyze sim2real ...`` hands everything after the name to that subcommand.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _SUBCOMMANDS:
+            return None
+        module, attr = _SUBCOMMANDS[cmd_name]
+        return getattr(importlib.import_module(module), attr)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in _SUBCOMMANDS:
+            ctx.meta["kernelband.analyze.sub"] = (args[0], list(args[1:]))
+            return []
+        ctx.allow_interspersed_args, ctx.allow_extra_args = True, False
+        return click.Command.parse_args(self, ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        sub = ctx.meta.pop("kernelband.analyze.sub", None)
+        if sub is None:
+            return click.Command.invoke(self, ctx)
+        name, rest = sub
+        command = self.get_command(ctx, name)
+        assert command is not None
+        # no parent context: its usage would insert [INPUT] before the subcommand's name
+        with command.make_context(f"{ctx.command_path} {name}", rest,
+                                  help_option_names=ctx.help_option_names) as sub_ctx:
+            return command.invoke(sub_ctx)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return click.Command.collect_usage_pieces(self, ctx)
 
 
 def _fail(message: str) -> None:
@@ -19,7 +70,7 @@ _boot = click.option("--boot", "n_boot", type=click.IntRange(min=10), default=10
                      show_default=True, help="Bootstrap resamples for confidence intervals.")
 
 
-@click.command()
+@click.group(cls=_InputOrSubcommand, invoke_without_command=True)
 @click.argument("input_path", metavar="[INPUT]", required=False)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for the CSV and Markdown tables and PNG plots.")
@@ -34,13 +85,17 @@ def analyze(input_path: str | None, out_dir: str, seed: int, n_boot: int,
 
     INPUT is a trace dataset (manifest.json + steps/) or a directory of replay results; the
     kind is detected. Results give regret curves, slope fits and the v1 bound; traces give
-    paper metrics, Lipschitz, covering and cluster-validity estimates.
+    paper metrics, Lipschitz, covering and cluster-validity estimates. The sim2real
+    subcommand compares replay on an exploration trace with a real policy run
+    (kernelband analyze sim2real --help).
 
     \b
     Example:
         kernelband analyze out/replay --out out/analysis
         kernelband analyze traces/explore-h100 --out out/trace-analysis
         kernelband analyze --experiment cluster-vs-pool --out out/pool
+        kernelband analyze sim2real --explore traces/explore-h100 \\
+            --policy-trace traces/policy-v2-h100 --out out/sim2real
     """
     from analysis.inputs import InputError
 

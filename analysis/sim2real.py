@@ -1,0 +1,320 @@
+"""Sim-to-real check: does replay on an exploration trace predict a real policy run?
+
+Given an *exploration trace* (a logging policy such as ``explore``) and a *policy trace* (a live
+run of, say, KernelBand v2 on the same tasks, proposer and GPU), replay the policy trace's own
+policy spec (``manifest["policy"]["spec"]``) on the exploration trace's tape and fitted
+environments for N seeds over T steps (T = the policy trace's longest task), and compare, per
+task, the predicted best-speedup-so-far curve with the real one.
+
+Speedups are relative to the reference implementation, as the traces record them: the real curve
+at attempt t is the best of ``ref_ms / parent_ms`` (the step's parent, a correct kernel already
+in the pool) and ``speedup_vs_ref`` of a correct child over attempts 1..t, per row (the
+``metrics`` convention). Replay reports speedups over the task's k0; they are converted with the
+exploration trace's own reference: ``best_speedup * median(ref_ms) / k0_ms``. Where either trace
+lacks reference timings for a task, both sides are speedups over their own k0 (basis ``k0``).
+
+Per (environment, task): the median and 10-90 % band over seeds of the predicted curve; the
+final-step log ratio ``log(predicted median / real)``; the mean absolute log gap over steps; the
+fraction of steps where the real curve lies within the band; and a ``geomean`` row over tasks
+(mean log ratios, i.e. geometric means of the ratios). A task with several real runs uses the
+median real curve. Tasks present in only one trace are listed, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: replay environments the check can use
+ENVS: tuple[str, ...] = ("tape", "fitted")
+#: relative tolerance of the band test (a real value equal to a band edge is inside)
+BAND_RTOL = 1e-9
+
+
+@dataclass
+class Sim2Real:
+    """The check's result: per-step curves, the per-task gap table, and what was left out."""
+
+    policy: str
+    steps: int
+    seeds: int
+    envs: list[str]
+    explore: str
+    policy_trace: str
+    #: env, task_id, t (1-based attempts), real, pred_q10, pred_median, pred_q90
+    curves: pd.DataFrame
+    #: one row per (env, task) plus one ``geomean`` row per env (see the module docstring)
+    table: pd.DataFrame
+    only_in_explore: list[str] = field(default_factory=list)
+    only_in_policy: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def policy_spec_of(manifest: dict[str, Any], steps: pd.DataFrame) -> str:
+    """The policy spec a policy trace was recorded with (manifest first, then its rows)."""
+    policy = manifest.get("policy") or {}
+    if isinstance(policy, dict) and policy.get("spec"):
+        return str(policy["spec"])
+    names = sorted(set(steps["policy"].astype(str)))
+    if len(names) == 1:
+        return names[0]
+    raise ValueError(f"the policy trace names no single policy (manifest policy.spec missing, "
+                     f"rows name {', '.join(names) or 'none'}).")
+
+
+def _float(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _has_ref(task_steps: pd.DataFrame) -> bool:
+    ref = _float(task_steps, "ref_ms")
+    return bool((np.isfinite(ref) & (ref > 0)).any())
+
+
+def _run_curve(run: pd.DataFrame, basis_ref: bool) -> np.ndarray:
+    """Best speedup so far after each attempt of one run of one task (rows sorted by step)."""
+    parent_ms = _float(run, "parent_ms")
+    child_ms = _float(run, "child_ms")
+    ok = (run["status"] == "ok").to_numpy() & np.isfinite(child_ms) & (child_ms > 0)
+    if basis_ref:
+        ref = _float(run, "ref_ms")
+        recorded = _float(run, "speedup_vs_ref")
+        child = np.where(np.isfinite(recorded), recorded, ref / np.where(ok, child_ms, np.nan))
+    else:
+        ref = np.full(len(run), parent_ms[0])
+        child = ref / np.where(ok, child_ms, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        parent = np.where(parent_ms > 0, ref / parent_ms, np.nan)
+    candidate = np.fmax(parent, np.where(ok, child, np.nan))
+    return np.fmax.accumulate(candidate)
+
+
+def real_curves(steps: pd.DataFrame, tasks: Sequence[str], ref_basis: dict[str, bool],
+                horizon: int) -> pd.DataFrame:
+    """task_id, t, real (median over the task's runs of the best speedup so far), runs."""
+    rows = []
+    for task in tasks:
+        part = steps[steps["task_id"] == task].sort_values(["run_id", "step"], kind="stable")
+        curves = [_run_curve(run, ref_basis[task])[:horizon]
+                  for _, run in part.groupby("run_id", sort=True)]
+        length = max(len(c) for c in curves)
+        stacked = np.full((len(curves), length), np.nan)
+        for i, curve in enumerate(curves):
+            stacked[i, : len(curve)] = curve
+        with np.errstate(all="ignore"):
+            median = np.nanmedian(stacked, axis=0)
+        for t in range(length):
+            rows.append({"task_id": task, "t": t + 1, "real": float(median[t]),
+                         "runs": int(np.isfinite(stacked[:, t]).sum())})
+    return pd.DataFrame(rows, columns=["task_id", "t", "real", "runs"])
+
+
+def _k0_scale(env: Any, explore_steps: pd.DataFrame, ref_basis: dict[str, bool]) -> np.ndarray:
+    """Per env task: factor turning replay's speedup over k0 into the check's basis."""
+    k0_ms = env.data.k_ms[env.data.task_k0]
+    scale = np.ones(len(env.task_ids))
+    for i, task in enumerate(env.task_ids):
+        if ref_basis[task]:
+            ref = _float(explore_steps[explore_steps["task_id"] == task], "ref_ms")
+            scale[i] = float(np.median(ref[np.isfinite(ref) & (ref > 0)])) / float(k0_ms[i])
+    return scale
+
+
+def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool], policy: str,
+                     seeds: int | Sequence[int], horizon: int, envs: Sequence[str],
+                     description: str = "exploration trace") -> pd.DataFrame:
+    """env, task_id, t, pred_q10, pred_median, pred_q90 and seeds, from replay of ``policy`` on
+    the exploration trace ``data`` (a kbsim TraceData)."""
+    from kbsim.envs.fitted import build_fitted
+    from kbsim.envs.tape import build_tape
+    from kbsim.replay.sweep import run_sweep
+
+    explore_steps = data.steps_df()
+    builders = {"tape": build_tape, "fitted": build_fitted}
+    built = [builders[name](data.steps, data.kernels, tasks=list(tasks),
+                            description=description) for name in envs]
+    result = run_sweep([policy], built, seeds, horizon, keep_steps=True)
+    assert result.results is not None
+    res = result.results.select(["env", "task_id", "seed", "step", "best_speedup"]).to_pandas()
+    frames = []
+    for env in built:
+        part = res[res["env"] == env.name]
+        scale = dict(zip(env.task_ids, _k0_scale(env, explore_steps, ref_basis), strict=True))
+        speed = part["best_speedup"].to_numpy(np.float64) * part["task_id"].map(scale).to_numpy()
+        grouped = part.assign(speedup=speed, t=part["step"] + 1).groupby(
+            ["task_id", "t"], sort=True)["speedup"]
+        stats = grouped.quantile([0.1, 0.5, 0.9]).unstack()
+        stats.columns = ["pred_q10", "pred_median", "pred_q90"]
+        stats["seeds"] = grouped.size()
+        frames.append(stats.reset_index().assign(env=env.name))
+    return pd.concat(frames, ignore_index=True)
+
+
+def gap_table(curves: pd.DataFrame, horizon: int) -> pd.DataFrame:
+    """Per (env, task) gap statistics over the steps the real run reached, and geomean rows."""
+    rows = []
+    for (env, task), part in curves.groupby(["env", "task_id"], sort=True):
+        part = part.dropna(subset=["real", "pred_median"]).sort_values("t")
+        if part.empty:
+            continue
+        real = part["real"].to_numpy()
+        pred = part["pred_median"].to_numpy()
+        log_gap = np.log(pred / real)
+        lo, hi = part["pred_q10"].to_numpy(), part["pred_q90"].to_numpy()
+        inside = (real >= lo * (1 - BAND_RTOL)) & (real <= hi * (1 + BAND_RTOL))
+        rows.append({
+            "env": env, "task_id": task, "steps_compared": len(part),
+            "complete": len(part) >= horizon, "real_start": float(real[0]),
+            "pred_start": float(pred[0]), "real_final": float(real[-1]),
+            "pred_q10_final": float(lo[-1]), "pred_median_final": float(pred[-1]),
+            "pred_q90_final": float(hi[-1]), "final_ratio": float(np.exp(log_gap[-1])),
+            "final_log_ratio": float(log_gap[-1]),
+            "mean_abs_log_gap": float(np.mean(np.abs(log_gap))),
+            "in_band_frac": float(inside.mean()),
+        })
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    summary = []
+    for env, part in table.groupby("env", sort=True):
+        summary.append({
+            "env": env, "task_id": "geomean", "steps_compared": int(part["steps_compared"].sum()),
+            "complete": bool(part["complete"].all()),
+            "final_ratio": float(np.exp(part["final_log_ratio"].mean())),
+            "final_log_ratio": float(part["final_log_ratio"].mean()),
+            "mean_abs_log_gap": float(part["mean_abs_log_gap"].mean()),
+            "in_band_frac": float(part["in_band_frac"].mean()),
+        })
+    return pd.concat([table, pd.DataFrame(summary)], ignore_index=True)
+
+
+def _horizon(steps: pd.DataFrame) -> int:
+    return int(steps.groupby(["run_id", "task_id"]).size().max())
+
+
+def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
+                 seeds: int | Sequence[int] = 100, envs: Sequence[str] = ENVS,
+                 steps: int | None = None) -> Sim2Real:
+    """Replay the policy trace's policy on the exploration trace and compare (module docstring).
+
+    ``steps`` overrides T (default: the policy trace's longest (run, task)). Raises ValueError
+    with one sentence on bad input (unknown env, traces without a common task, ...).
+    """
+    from kbsim.trace.reader import load_trace
+
+    unknown = [e for e in envs if e not in ENVS]
+    if unknown or not envs:
+        raise ValueError(f"unknown replay environment {unknown[0] if unknown else '(none)'}; "
+                         f"expected tape and/or fitted.")
+    explore_dir, policy_dir = Path(explore), Path(policy_trace)
+    explore_data = load_trace(explore_dir)
+    explore_steps = explore_data.steps_df()
+    policy_data = load_trace(policy_dir)
+    policy_steps = policy_data.steps_df()
+    if explore_steps.empty or policy_steps.empty:
+        empty = explore_dir if explore_steps.empty else policy_dir
+        raise ValueError(f"trace {empty} holds no steps: nothing to compare.")
+    spec = policy_spec_of(policy_data.manifests[0] if policy_data.manifests else {},
+                          policy_steps)
+    explore_tasks = set(explore_steps["task_id"].astype(str))
+    policy_tasks = set(policy_steps["task_id"].astype(str))
+    common = sorted(explore_tasks & policy_tasks)
+    if not common:
+        raise ValueError(
+            f"the exploration trace ({len(explore_tasks)} tasks, e.g. {min(explore_tasks)}) and "
+            f"the policy trace ({len(policy_tasks)} tasks, e.g. {min(policy_tasks)}) share no "
+            f"task: nothing to compare.")
+    horizon = int(steps) if steps is not None else _horizon(policy_steps)
+    if horizon < 1:
+        raise ValueError(f"steps must be >= 1, got {horizon}.")
+    ref_basis = {t: _has_ref(explore_steps[explore_steps["task_id"] == t])
+                 and _has_ref(policy_steps[policy_steps["task_id"] == t]) for t in common}
+    real = real_curves(policy_steps, common, ref_basis, horizon)
+    pred = predicted_curves(explore_data, common, ref_basis, spec, seeds, horizon, list(envs),
+                            description=str(explore_dir))
+    curves = pred.merge(real, on=["task_id", "t"], how="left")
+    curves = curves[["env", "task_id", "t", "real", "pred_q10", "pred_median", "pred_q90",
+                     "seeds", "runs"]]
+    table = gap_table(curves, horizon)
+    if not table.empty:
+        basis = table["task_id"].map(ref_basis).map({True: "ref", False: "k0"})
+        table.insert(2, "basis", basis.fillna(""))
+    n_seeds = seeds if isinstance(seeds, int) else len(list(seeds))
+    result = Sim2Real(policy=spec, steps=horizon, seeds=int(n_seeds), envs=list(envs),
+                      explore=str(explore_dir), policy_trace=str(policy_dir), curves=curves,
+                      table=table, only_in_explore=sorted(explore_tasks - policy_tasks),
+                      only_in_policy=sorted(policy_tasks - explore_tasks))
+    k0_tasks = [t for t in common if not ref_basis[t]]
+    if k0_tasks:
+        result.notes.append(f"no reference timings for {', '.join(k0_tasks)}: those speedups "
+                            f"are over each trace's own k0")
+    short = table[(table["task_id"] != "geomean") & ~table["complete"]] if not table.empty \
+        else table
+    if not short.empty:
+        result.notes.append(f"the real run stopped before T = {horizon} on "
+                            f"{', '.join(sorted(set(short['task_id'])))}: compared over the "
+                            f"steps it reached")
+    for label, tasks in (("only in the exploration trace", result.only_in_explore),
+                         ("only in the policy trace", result.only_in_policy)):
+        if tasks:
+            result.notes.append(f"task(s) {label}, not compared: {', '.join(tasks)}")
+    return result
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, float | np.floating):
+        return "" if not np.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def sim2real_markdown(result: Sim2Real) -> str:
+    """The gap table as GitHub Markdown (for docs/benchmarks.md), with its caption lines."""
+    k0 = result.table.get("basis", pd.Series(dtype=str)) == "k0"
+    basis = ("speedups over the reference" if not k0.any() else
+             "speedups over the reference, or over each trace's k0 where a trace has no "
+             "reference timing (see the notes)")
+    head = ("| env | task | steps | real best | predicted median [10-90 %] | predicted / real "
+            "| mean abs log gap | real in band |")
+    lines = [f"Sim-to-real: `{result.policy}` replayed on `{result.explore}` ({result.seeds} "
+             f"seeds, T = {result.steps}) against the live run `{result.policy_trace}`; "
+             f"{basis}.", "", head,
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for row in result.table.itertuples(index=False):
+        band = "" if row.task_id == "geomean" else (
+            f"{_fmt(row.pred_median_final)} [{_fmt(row.pred_q10_final)}, "
+            f"{_fmt(row.pred_q90_final)}]")
+        task = f"**{row.task_id}**" if row.task_id == "geomean" else row.task_id
+        lines.append(f"| {row.env} | {task} | {row.steps_compared} | {_fmt(row.real_final)} | "
+                     f"{band} | {_fmt(row.final_ratio)} | {_fmt(row.mean_abs_log_gap)} | "
+                     f"{100 * row.in_band_frac:.0f} % |")
+    lines += ["", *[f"- {note}" for note in result.notes]]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_sim2real(result: Sim2Real, out_dir: str | Path) -> list[Path]:
+    """Write sim2real.csv, sim2real_curves.csv, sim2real.json, sim2real.md, sim2real.png."""
+    from analysis.plots import to_png
+    from analysis.plots_sim2real import sim2real_figure
+
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    paths = {name: root / f"sim2real{name}" for name in
+             (".csv", "_curves.csv", ".json", ".md", ".png")}
+    result.table.to_csv(paths[".csv"], index=False)
+    result.curves.to_csv(paths["_curves.csv"], index=False)
+    paths[".json"].write_text(json.dumps({
+        "policy": result.policy, "steps": result.steps, "seeds": result.seeds,
+        "envs": result.envs, "explore": result.explore, "policy_trace": result.policy_trace,
+        "only_in_explore": result.only_in_explore, "only_in_policy": result.only_in_policy,
+        "notes": result.notes,
+        "table": json.loads(result.table.to_json(orient="records")),
+    }, indent=2), encoding="utf-8")
+    paths[".md"].write_text(sim2real_markdown(result), encoding="utf-8")
+    paths[".png"].write_bytes(to_png(sim2real_figure(result.curves)))
+    return list(paths.values())
