@@ -334,6 +334,14 @@ class TraceWriter:
                 part.path.unlink(missing_ok=True)
             fsync_dir(table_dir)
 
+    def remember_kernels(self, rows: list[dict[str, Any]]) -> None:
+        """Hold these on-disk kernel rows in memory, so `update_kernel_profile` on many of them
+        does not re-read the kernels table each time (a profiling pass over a whole trace)."""
+        for row in rows:
+            key = (row["task_id"], row["kernel_id"])
+            if key in self._kernel_keys:
+                self._kernel_rows.setdefault(key, dict(row))
+
     def existing_steps(self) -> pa.Table:
         """Every step on disk (appended rows are included once flushed)."""
         return self._read_existing("steps", None)

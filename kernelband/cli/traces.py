@@ -1,4 +1,5 @@
-"""`kernelband traces info|validate|merge|head`: thin wrappers over kbsim.trace.
+"""`kernelband traces info|validate|merge|head|profile`: thin wrappers over kbsim.trace (profile:
+over live.profiler.backfill).
 
 Every failure on bad input is one line on stderr and exit status 1, never a traceback (set
 KERNELBAND_DEBUG=1 to see one).
@@ -209,3 +210,55 @@ def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None
         table = data.steps
     frame = table.slice(0, max(n_rows, 0)).to_pandas()
     click.echo(frame.to_string(index=False, max_colwidth=40))
+
+
+@traces.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--batch-size", type=click.IntRange(1, 256), default=24, show_default=True,
+              help="Kernels per Nsight Compute session.")
+@click.option("--tasks", default=None, help="Only these tasks (comma-separated).")
+@click.option("--max-wall", "max_wall_s", type=float, default=None,
+              help="Start no batch after this many seconds; run again to continue.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@_clean_errors
+def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float | None,
+            quiet: bool) -> None:
+    """Profile (Nsight Compute, on this machine's GPU) every correct kernel without a profile.
+
+    Kernels are profiled task by task in batches, one ncu session per batch; each profile is
+    recorded in the trace as its batch finishes, so a killed pass loses at most one batch and
+    running the command again continues. Needs a CUDA GPU, ncu, and the trace's tasks.
+
+    \b
+    Example:
+        kernelband traces profile traces/explore-h100 --batch-size 32 --max-wall 500
+    """
+    from tqdm import tqdm
+
+    from live.profiler import NcuProfiler
+    from live.profiler.backfill import backfill_profiles, pending_kernels
+
+    wanted = [t.strip() for t in tasks.split(",")] if tasks else None
+    todo, already, _ = pending_kernels(dataset, wanted)
+    total = sum(len(v) for v in todo.values())
+    click.echo(f"{total} correct kernels to profile ({already} already profiled)")
+    if not total:
+        return
+    bar = tqdm(total=total, unit="kernel", disable=quiet, file=sys.stderr)
+    seen: dict[str, int] = {}
+
+    def on_batch(task: str, done: int, of: int) -> None:
+        bar.update(done - seen.get(task, 0))
+        seen[task] = done
+        bar.set_postfix_str(task)
+
+    report = backfill_profiles(
+        dataset, lambda spec: NcuProfiler(spec, cache_dir=dataset / ".profile-cache"),
+        tasks=wanted, batch_size=batch_size, max_wall_s=max_wall_s, on_batch=on_batch)
+    bar.close()
+    if report.stopped and report.stopped.startswith("profiler unavailable"):
+        _fail(f"{dataset}: {report.stopped}")
+    click.echo(f"profiled {report.profiled}, failed {report.failed}, left {report.left} "
+               f"in {report.seconds:.0f} s" + (f" ({report.stopped})" if report.stopped else ""))
+    for reason, count in sorted(report.errors.items(), key=lambda kv: -kv[1])[:5]:
+        click.echo(f"  {count} x {reason}")

@@ -28,7 +28,8 @@ from pathlib import Path
 from live.evaluator.hashing import kernel_id
 from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
 from live.evaluator.task_source import canonical_spec
-from live.profiler.csv_parse import duration_weighted, parse_raw_csv
+from live.profiler.batch import kernel_regex, rename_kernels, split_launches
+from live.profiler.csv_parse import Launch, duration_weighted, parse_raw_csv
 from live.profiler.metrics import NCU_METRICS, base_name, hw_signature, profile9
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,13 @@ def triton_kernel_names(code: str) -> list[str]:
 
 def result_from_csv(text: str, *, kid: str, task_id: str, profiler: str) -> ProfileResult:
     """A ProfileResult from raw CSV text (``profiled=False`` if no launch was captured)."""
-    launches = parse_raw_csv(text)
+    return result_from_launches(parse_raw_csv(text), kid=kid, task_id=task_id,
+                                profiler=profiler)
+
+
+def result_from_launches(launches: list[Launch], *, kid: str, task_id: str,
+                         profiler: str) -> ProfileResult:
+    """A ProfileResult from one candidate's launches (``profiled=False`` if there are none)."""
     if not launches:
         return ProfileResult(kid, task_id, profiled=False, profiler=profiler,
                              error="no kernel launch captured by ncu")
@@ -166,22 +173,117 @@ class NcuProfiler:
         kid = kernel_id(code)
         if not self.available:
             return ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
-        cache = self._cache_path(task_name, kid)
-        if cache is not None and cache.exists():
-            data = json.loads(cache.read_text())
-            data["hw_sig"] = tuple(data["hw_sig"]) if data.get("hw_sig") else None
-            data["profile9"] = tuple(data["profile9"]) if data.get("profile9") else None
-            data["kernel_names"] = tuple(data.get("kernel_names", ()))
-            return ProfileResult(**{**data, "cached": True})
+        cached = self._cached(task_name, kid)
+        if cached is not None:
+            return cached
         started = time.perf_counter()
         result = self._run_ncu(task_name, code, kid)
         result = ProfileResult(**{**asdict(result), "latency_s": time.perf_counter() - started})
+        self._store(result)
+        return result
+
+    def _cached(self, task_name: str, kid: str) -> ProfileResult | None:
+        cache = self._cache_path(task_name, kid)
+        if cache is None or not cache.exists():
+            return None
+        data = json.loads(cache.read_text())
+        data["hw_sig"] = tuple(data["hw_sig"]) if data.get("hw_sig") else None
+        data["profile9"] = tuple(data["profile9"]) if data.get("profile9") else None
+        data["kernel_names"] = tuple(data.get("kernel_names", ()))
+        return ProfileResult(**{**data, "cached": True})
+
+    def _store(self, result: ProfileResult) -> None:
+        cache = self._cache_path(result.task_id, result.kernel_id)
         if cache is not None and result.profiled:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(".tmp")
             tmp.write_text(json.dumps(asdict(result), default=_json_default))
             tmp.replace(cache)
-        return result
+
+    def profile_many(self, task_name: str, codes: list[str], *, batch_size: int = 24,
+                     calls: int = 2) -> list[ProfileResult]:
+        """Profile several candidates of one task, `batch_size` per ncu session (see
+        live.profiler.batch); results in the order of `codes`. A candidate the batch captured
+        no launch of is profiled alone (its own session), so one odd kernel costs only itself.
+        """
+        results: dict[int, ProfileResult] = {}
+        todo: list[tuple[int, str, str]] = []
+        for i, code in enumerate(codes):
+            kid = kernel_id(code)
+            if not self.available:
+                results[i] = ProfileResult(kid, task_name, profiled=False,
+                                           error=self.unavailable_reason)
+                continue
+            cached = self._cached(task_name, kid)
+            if cached is not None:
+                results[i] = cached
+            else:
+                todo.append((i, code, kid))
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            for (i, code, _kid), result in zip(chunk, self._run_batch(task_name, chunk, calls),
+                                              strict=True):
+                if not result.profiled and self.available:
+                    result = self.profile(task_name, code)  # alone, with its own error text
+                self._store(result)
+                results[i] = result
+        return [results[i] for i in range(len(codes))]
+
+    def _run_batch(self, task_name: str, chunk: list[tuple[int, str, str]],
+                   calls: int) -> list[ProfileResult]:
+        started = time.perf_counter()
+        names = [triton_kernel_names(code) for _, code, _ in chunk]
+        workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-batch-"))
+        try:
+            paths = []
+            for j, (_, code, _) in enumerate(chunk):
+                path = workdir / f"candidate_{j}.py"
+                try:
+                    path.write_text(rename_kernels(code, names[j], j) if names[j] else code)
+                except SyntaxError:
+                    path.write_text(code)
+                paths.append(path)
+            command = [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
+                       "--target-processes", "all", "--metrics", ",".join(self.metrics()),
+                       "--kernel-name", kernel_regex(names)]
+            command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
+                        self.task_spec, "--task", task_name, "--calls", str(calls)]
+            for path in paths:
+                command += ["--code", str(path)]
+            stdout, stderr, error = self._spawn(command, workdir,
+                                                self.timeout_s + 10.0 * len(chunk))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if error is not None:
+            return [ProfileResult(kid, task_name, profiled=False, profiler=self.name,
+                                  error=error) for _, _, kid in chunk]
+        refusal = next((r for r in _REFUSALS if r in stdout + stderr), None)
+        if refusal is not None:
+            self._mark_unavailable(f"ncu refused: {refusal}")
+            return [ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
+                    for _, _, kid in chunk]
+        groups = split_launches(parse_raw_csv(stdout))
+        each_s = (time.perf_counter() - started) / max(1, len(chunk))
+        out = []
+        for j, (_, _, kid) in enumerate(chunk):
+            result = result_from_launches(groups.get(j, []), kid=kid, task_id=task_name,
+                                          profiler=self.name)
+            out.append(ProfileResult(**{**asdict(result), "latency_s": each_s}))
+        return out
+
+    def _spawn(self, command: list[str], workdir: Path,
+               timeout_s: float) -> tuple[str, str, str | None]:
+        """Run ncu; (stdout, stderr, None) or ("", "", why it failed to finish)."""
+        env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=workdir, env=env, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return "", "", f"ncu exceeded {timeout_s:g} s"
+        return stdout, stderr, None
 
     def _run_ncu(self, task_name: str, code: str, kid: str) -> ProfileResult:
         result = self._run_ncu_once(task_name, code, kid)

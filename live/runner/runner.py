@@ -238,12 +238,15 @@ class LiveRunner:
     def _reveal_signatures(self, task: Task, episode: Episode) -> float | None:
         """Profile (if needed) and reveal the signatures the policy asks for."""
         spent = None
-        for idx in episode.wanted_signatures():
+        wanted = list(episode.wanted_signatures())
+        todo = [episode.kernels[i] for i in wanted]
+        todo = [k for k in todo if k.hw is None and not k.profile_tried]
+        if todo and self._profiling:  # the representatives asked for: one ncu session
+            started = time.perf_counter()
+            self._profile(task, todo)
+            spent = time.perf_counter() - started
+        for idx in wanted:
             kernel = episode.kernels[idx]
-            if kernel.hw is None and not kernel.profile_tried and self._profiling:
-                started = time.perf_counter()
-                self._profile(task, kernel)
-                spent = (spent or 0.0) + time.perf_counter() - started
             kernel.profile_tried = True
             episode.reveal(idx, kernel.hw, kernel.prof9)
         return spent
@@ -252,16 +255,24 @@ class LiveRunner:
     def _profiling(self) -> bool:
         return self.profiler is not None and self.profiler.available
 
-    def _profile(self, task: Task, kernel: KernelInfo) -> None:
-        """Profile a correct kernel and record the signature in the trace."""
+    def _profile(self, task: Task, kernels: list[KernelInfo]) -> None:
+        """Profile correct kernels (one batch) and record their signatures in the trace."""
         assert self.profiler is not None
+        codes = list({k.code: None for k in kernels})
         with self._device_alone():
-            result = self.profiler.profile(task.name, kernel.code)
-        kernel.profile_tried = True
-        if result.profiled and result.hw_sig is not None:
-            kernel.hw = list(result.hw_sig)
-            kernel.prof9 = list(result.profile9) if result.profile9 else None
-            self._record_profile(task, kernel, result)
+            many = getattr(self.profiler, "profile_many", None)
+            if len(codes) > 1 and many is not None:
+                results = many(task.name, codes)
+            else:
+                results = [self.profiler.profile(task.name, code) for code in codes]
+        by_code = dict(zip(codes, results, strict=True))
+        for kernel in kernels:
+            result = by_code[kernel.code]
+            kernel.profile_tried = True
+            if result.profiled and result.hw_sig is not None:
+                kernel.hw = list(result.hw_sig)
+                kernel.prof9 = list(result.profile9) if result.profile9 else None
+                self._record_profile(task, kernel, result)
 
     def _record_profile(self, task: Task, kernel: KernelInfo, result: Any) -> None:
         assert self.writer is not None
