@@ -19,6 +19,7 @@ from analysis import metrics, plots
 from analysis.inputs import TRACE, AnalysisInput, load_input
 from analysis.regret import regret_bands, unit_curves
 from analysis.slopes import classify_growth, fit_slope, v1_bound
+from analysis.task_speedups import task_speedup_table, task_speedup_wide
 from analysis.trace_features import covering_tables, lipschitz_table, validity_tables
 from kbsim.strategies import N_STRATEGIES
 
@@ -81,6 +82,8 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int)
                    "tasks": int(res["task_id"].nunique()), "seeds": int(res["seed"].nunique()),
                    "steps": int(res["step"].max() - res["step"].min() + 1)}
     out.tables["metrics"] = metrics.results_metrics(res)
+    out.tables["task_speedups"] = task_speedup_table(res)
+    out.tables["task_speedups_wide"] = task_speedup_wide(out.tables["task_speedups"])
     out.tables["strategies"] = metrics.strategy_table_results(res)
     out.tables["speedup_curves"] = metrics.speedup_curves_results(res)
     bands = regret_bands(res, rng=rng, n_boot=n_boot)
@@ -174,7 +177,7 @@ def markdown_table(frame: pd.DataFrame, *, max_rows: int = 60, digits: int = 4) 
 
 #: long tables that go to CSV only (their Markdown would be pages of numbers)
 CSV_ONLY = {"regret_bands", "speedup_curves", "covering_curves", "cluster_validity_per_task",
-            "pool_runs"}
+            "pool_runs", "task_speedups", "sim2real_curves"}
 
 
 def write_analysis(analysis: Analysis, out_dir: str | Path) -> list[Path]:

@@ -39,7 +39,7 @@ def sim2real_figure(curves: pd.DataFrame, *, columns: int = 5) -> Figure:
     for ax in axes[-1]:
         ax.set_xlabel("attempt t", fontsize=8)
     for row in axes:
-        row[0].set_ylabel("best speedup so far (x ref)", fontsize=8)
+        row[0].set_ylabel("best speedup so far", fontsize=8)
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
                bbox_to_anchor=(0.5, -0.02))

@@ -318,3 +318,21 @@ def write_sim2real(result: Sim2Real, out_dir: str | Path) -> list[Path]:
     paths[".md"].write_text(sim2real_markdown(result), encoding="utf-8")
     paths[".png"].write_bytes(to_png(sim2real_figure(result.curves)))
     return list(paths.values())
+
+
+def sim2real_analysis(result: Sim2Real) -> Any:
+    """The check as an ``analysis.pipeline.Analysis`` (tables sim2real and sim2real_curves, figure
+    sim2real), to merge into a report."""
+    from analysis.pipeline import Analysis
+    from analysis.plots import to_png
+    from analysis.plots_sim2real import sim2real_figure
+
+    out = Analysis(kind="sim2real", source=result.policy_trace)
+    out.tables["sim2real"] = result.table
+    out.tables["sim2real_curves"] = result.curves
+    out.figures["sim2real"] = to_png(sim2real_figure(result.curves))
+    out.context = {"policy replayed": result.policy, "exploration trace": result.explore,
+                   "policy trace": result.policy_trace, "seeds": result.seeds,
+                   "steps": result.steps, "environments": result.envs}
+    out.notes = [f"sim-to-real: {note}" for note in result.notes]
+    return out
