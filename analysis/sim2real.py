@@ -64,6 +64,8 @@ def policy_spec_of(manifest: dict[str, Any], steps: pd.DataFrame) -> str:
     names = sorted(set(steps["policy"].astype(str)))
     if len(names) == 1:
         return names[0]
+    if isinstance(policy, dict) and policy.get("name"):
+        return str(policy["name"])
     raise ValueError(f"the policy trace names no single policy (manifest policy.spec missing, "
                      f"rows name {', '.join(names) or 'none'}).")
 
@@ -220,8 +222,6 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
     if explore_steps.empty or policy_steps.empty:
         empty = explore_dir if explore_steps.empty else policy_dir
         raise ValueError(f"trace {empty} holds no steps: nothing to compare.")
-    spec = policy_spec_of(policy_data.manifests[0] if policy_data.manifests else {},
-                          policy_steps)
     explore_tasks = set(explore_steps["task_id"].astype(str))
     policy_tasks = set(policy_steps["task_id"].astype(str))
     common = sorted(explore_tasks & policy_tasks)
@@ -230,6 +230,8 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
             f"the exploration trace ({len(explore_tasks)} tasks, e.g. {min(explore_tasks)}) and "
             f"the policy trace ({len(policy_tasks)} tasks, e.g. {min(policy_tasks)}) share no "
             f"task: nothing to compare.")
+    spec = policy_spec_of(policy_data.manifests[0] if policy_data.manifests else {},
+                          policy_steps)
     horizon = int(steps) if steps is not None else _horizon(policy_steps)
     if horizon < 1:
         raise ValueError(f"steps must be >= 1, got {horizon}.")
