@@ -152,3 +152,20 @@ def test_written_files_and_markdown(traces, tmp_path: Path) -> None:
     md = sim2real_markdown(result)
     assert md.count("\n| tape |") == 4 and "**geomean**" in md
     assert "speedups over the reference." in md
+
+
+REAL = Path(__file__).resolve().parents[2] / "traces" / "live-v2-mutate-h100"
+
+
+@pytest.mark.skipif(not (REAL / "manifest.json").exists(), reason="the small real trace is absent")
+def test_the_real_h100_run_replays_onto_itself_exactly() -> None:
+    # the live runner and replay share the policy, its seeding and the step order: seed 0 on the
+    # run's own tape reproduces every best-so-far, over the median reference (basis ref)
+    result = run_sim2real(REAL, REAL, seeds=[0], envs=["tape"])
+    per_task = _tasks(result.table)
+    assert len(per_task) == 6 and (per_task["basis"] == "ref").all()
+    assert np.allclose(per_task["final_log_ratio"], 0.0, atol=1e-12)
+    assert np.allclose(per_task["mean_abs_log_gap"], 0.0, atol=1e-12)
+    layernorm = per_task[per_task["task_id"] == "layernorm"].iloc[0]
+    # its first row's reference timing is an outlier (0.326 ms, median 0.198): not the best
+    assert 1.0 < layernorm["real_final"] < 1.05
