@@ -2,15 +2,18 @@
 
     python benchmarks/gpu/dataset_readme.py traces/explore-h100
     python benchmarks/gpu/dataset_readme.py traces/policy-v2-h100 --force \\
-        --command "MAX_WALL=480 bash benchmarks/gpu/live_run.sh policy-v2 --tasks builtin ..."
+        --command "MAX_WALL=480 bash benchmarks/gpu/live_run.sh policy-v2 --tasks builtin ..." \\
+        --nvidia-smi out/policy-v2.gpu.txt --software "Nsight Compute=2025.3"
 
 What it records: the GPU (name, compute capability, SM count), every software version the
-manifest's hardware entry holds (torch, triton, Nsight Compute, driver, CUDA where present), the
-proposer and policy, the date range of the rows, the command that made the dataset (``--command``,
-repeatable; else the manifest's own ``command``; else one rebuilt from the manifest's ``config``
-and labelled as such), counts (attempts, per status, per task, kernels, correct and profiled
-kernels), the size on disk and whether ``kernelband traces validate`` passes. An existing README
-is kept unless ``--force`` (hand-written notes are worth more than this summary).
+manifest's hardware entry holds (torch, triton, Nsight Compute, driver, CUDA where present) and
+those it lacks, given here (``--nvidia-smi FILE``: the CSV benchmarks/gpu/live_run.sh saves, for
+the driver; ``--software NAME=VERSION``, repeatable), the proposer and policy, the date range of
+the rows, the command that made the dataset (``--command``, repeatable; else the manifest's own
+``command``; else one rebuilt from the manifest's ``config`` and labelled as such), counts
+(attempts, per status, per task, kernels, correct and profiled kernels), the size on disk and
+whether ``kernelband traces validate`` passes. An existing README is kept unless ``--force``
+(hand-written notes are worth more than this summary).
 """
 
 from __future__ import annotations
@@ -59,6 +62,19 @@ def software_versions(hardware: dict[str, Any]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def nvidia_smi_versions(path: str | Path) -> list[tuple[str, str]]:
+    """[("driver", version)] from `nvidia-smi --query-gpu=name,driver_version,... --format=csv`
+    output (the first GPU row); [] when the file names no driver_version column."""
+    lines = [ln.strip() for ln in Path(path).read_text().splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return []
+    header = [h.strip().split(" ")[0] for h in lines[0].split(",")]
+    values = [v.strip() for v in lines[1].split(",")]
+    if "driver_version" not in header or len(values) != len(header):
+        return []
+    return [("driver", values[header.index("driver_version")])]
+
+
 def rebuilt_command(manifest: dict[str, Any]) -> str | None:
     """A `kernelband live` command line rebuilt from the manifest's config (None without one)."""
     config = manifest.get("config")
@@ -82,8 +98,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines
 
 
-def build_readme(trace_dir: str | Path, commands: Sequence[str] = ()) -> str:
-    """The README text of the dataset at `trace_dir` (see the module docstring)."""
+def build_readme(trace_dir: str | Path, commands: Sequence[str] = (),
+                 extra_software: Sequence[tuple[str, str]] = ()) -> str:
+    """The README text of the dataset at `trace_dir` (see the module docstring);
+    `extra_software` adds (name, version) pairs the manifest does not hold."""
     import numpy as np
 
     from kbsim.trace.reader import load_trace, validate_trace
@@ -101,7 +119,10 @@ def build_readme(trace_dir: str | Path, commands: Sequence[str] = ()) -> str:
     extras = [f"compute capability {hardware['capability']}"] if hardware.get("capability") else []
     sm_count = hardware.get("sm_count") or limits.get("sm_count")
     extras += [f"{sm_count} SMs"] if sm_count else []
-    software = ", ".join(f"{label} {version}" for label, version in software_versions(hardware))
+    versions = software_versions(hardware)
+    known = {label for label, _ in versions}
+    versions += [(name, version) for name, version in extra_software if name not in known]
+    software = ", ".join(f"{label} {version}" for label, version in versions)
     times = steps["time"] if len(steps) else None
     dates = (f"{times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC"
              if times is not None else "no rows")
@@ -172,15 +193,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="command line that made the dataset (repeatable)")
     parser.add_argument("--out", type=Path, default=None,
                         help="where to write [TRACE_DIR/README.md]")
+    parser.add_argument("--nvidia-smi", type=Path, default=None,
+                        help="nvidia-smi CSV saved beside the run (for the driver version)")
+    parser.add_argument("--software", action="append", default=[], metavar="NAME=VERSION",
+                        help="a software version the manifest lacks (repeatable)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing README")
     args = parser.parse_args(argv)
+    extra: list[tuple[str, str]] = []
+    for item in args.software:
+        name, sep, version = item.partition("=")
+        if not sep or not name.strip() or not version.strip():
+            print(f"error: --software takes NAME=VERSION, got {item!r}", file=sys.stderr)
+            return 1
+        extra.append((name.strip(), version.strip()))
     out = args.out or args.trace_dir / "README.md"
     if out.exists() and not args.force:
         print(f"error: {out} exists (pass --force to overwrite it)", file=sys.stderr)
         return 1
     try:
-        text = build_readme(args.trace_dir, args.command)
-    except ValueError as err:  # the trace reader's TraceError: one sentence
+        if args.nvidia_smi is not None:
+            extra = nvidia_smi_versions(args.nvidia_smi) + extra
+        text = build_readme(args.trace_dir, args.command, extra)
+    except (ValueError, OSError) as err:  # the trace reader's TraceError: one sentence
         print(f"error: {err}", file=sys.stderr)
         return 1
     out.write_text(text, encoding="utf-8")

@@ -71,3 +71,20 @@ def test_a_broken_dataset_is_one_sentence(tmp_path: Path, capsys) -> None:
     assert _script().main([str(trace)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_versions_the_manifest_lacks_come_from_nvidia_smi_and_flags(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "tr")
+    smi = tmp_path / "gpu.txt"
+    smi.write_text("name, driver_version, clocks.sm [MHz], clocks.max.sm [MHz]\n"
+                   "NVIDIA H100 80GB HBM3, 580.159.04, 1980 MHz, 1980 MHz\n")
+    script = _script()
+    out = tmp_path / "R.md"
+    assert script.main([str(trace), "--out", str(out), "--nvidia-smi", str(smi),
+                        "--software", "Nsight Compute=2025.3"]) == 0
+    text = out.read_text()
+    # the manifest's own driver (550.54) wins over the file's; the flag adds Nsight Compute
+    assert "driver 550.54" in text and "580.159.04" not in text
+    assert "Nsight Compute 2025.3" in text
+    assert script.nvidia_smi_versions(smi) == [("driver", "580.159.04")]
+    assert script.main([str(trace), "--out", str(out), "--force", "--software", "oops"]) == 1
