@@ -22,6 +22,10 @@ final-step log ratio ``log(predicted median / real)``; the mean absolute log gap
 fraction of steps where the real curve lies within the band; and a ``geomean`` row over tasks
 (mean log ratios, i.e. geometric means of the ratios). A task with several real runs uses the
 median real curve. Tasks present in only one trace are listed, never silently dropped.
+
+NOTE (D60): the bands are over replay seeds, also on the tape (DESIGN.md: tape bands from a
+bootstrap of the tapes). Every seed reads a tape's recorded outcomes in the same order, so a
+tape band is narrow by construction: judge the tape by its gap more than by its in-band share.
 """
 
 from __future__ import annotations

@@ -3,9 +3,13 @@
 For each (policy, env, task) of replay results, the best speedup (over the task's k0) at each
 episode's last step, summarised over seeds: the geometric mean with its 95 % interval (normal
 approximation on the log speedups: exp(mean ± 1.96 sd / sqrt(n))), and the median with the
-10-90 % spread of single runs. On a tape environment the seeds vary the policy's and the tape
-draws' randomness over one recorded dataset, so the interval does not include the variability of
-re-recording the trace.
+10-90 % spread of single runs.
+
+NOTE (D60): DESIGN.md asks for tape confidence bands from bootstrap resampling of the tapes; here
+(and in analysis.sim2real's bands) every environment's interval is over seeds. On a tape the
+seeds vary the policy's and the exhausted tapes' draws over one recorded dataset, so the
+interval leaves out the variability of recording the trace again, and is narrower than a
+tape bootstrap's would be.
 """
 
 from __future__ import annotations
