@@ -238,6 +238,15 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
             f"task: nothing to compare.")
     spec = policy_spec_of(policy_data.manifests[0] if policy_data.manifests else {},
                           policy_steps)
+    dropped: list[str] = []
+    if policy_steps["policy"].nunique() > 1 and (policy_steps["policy"] == spec).any():
+        dropped = sorted(set(policy_steps["policy"].astype(str)) - {spec})
+        policy_steps = policy_steps[policy_steps["policy"] == spec]
+        policy_tasks = set(policy_steps["task_id"].astype(str))
+        common = sorted(explore_tasks & policy_tasks)
+        if not common:
+            raise ValueError(f"no task of the exploration trace has {spec} rows in the policy "
+                             f"trace: nothing to compare.")
     horizon = int(steps) if steps is not None else _horizon(policy_steps)
     if horizon < 1:
         raise ValueError(f"steps must be >= 1, got {horizon}.")
@@ -258,6 +267,9 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                       explore=str(explore_dir), policy_trace=str(policy_dir), curves=curves,
                       table=table, only_in_explore=sorted(explore_tasks - policy_tasks),
                       only_in_policy=sorted(policy_tasks - explore_tasks))
+    if dropped:
+        result.notes.append(f"the policy trace also holds runs of {', '.join(dropped)}: only "
+                            f"its {spec} rows are compared")
     k0_tasks = [t for t in common if not ref_basis[t]]
     if k0_tasks:
         result.notes.append(f"no reference timings for {', '.join(k0_tasks)}: those speedups "

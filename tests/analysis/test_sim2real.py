@@ -169,3 +169,18 @@ def test_the_real_h100_run_replays_onto_itself_exactly() -> None:
     layernorm = per_task[per_task["task_id"] == "layernorm"].iloc[0]
     # its first row's reference timing is an outlier (0.326 ms, median 0.198): not the best
     assert 1.0 < layernorm["real_final"] < 1.05
+
+
+def test_a_policy_trace_with_several_policies_compares_the_manifests_one(traces,
+                                                                          tmp_path: Path) -> None:
+    from tests.analysis.fixtures import write_trace
+
+    # fixture trace: runs of explore and kernelband-v2 on softmax/matmul, manifest says explore
+    mixed = write_trace(tmp_path / "mixed", tasks=("syn-000",))
+    manifest = json.loads((mixed / "manifest.json").read_text())
+    manifest["policy"]["spec"] = "kernelband-v2"
+    (mixed / "manifest.json").write_text(json.dumps(manifest))
+    result = run_sim2real(traces["v2"], mixed, seeds=2, envs=["tape"])
+    assert result.policy == "kernelband-v2"
+    assert (result.curves["runs"].dropna() == 1).all()  # the explore run is not mixed in
+    assert any("also holds runs of explore" in n for n in result.notes)
