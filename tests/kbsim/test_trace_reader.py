@@ -259,3 +259,32 @@ def test_loading_only_some_columns(tmp_path: Path) -> None:
     data = load_trace(tmp_path / "d", steps_columns=["task_id", "status"], kernels_columns=["ms"])
     assert data.steps.column_names == ["task_id", "status"]
     assert data.kernels.column_names == ["ms"] and data.kernels.num_rows == 4
+
+
+def test_fixed_size_list_nulls_are_read_where_pyarrow_cannot(tmp_path, monkeypatch) -> None:
+    """pyarrow < 26 fails to read null fixed-size-list entries back from Parquet; the reader
+    then reads them as variable lists and casts back, with the same values."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kbsim.trace import reader
+
+    table = pa.table({"hw_sig": pa.array([[1.0, 2.0, 3.0], None, [4.0, 5.0, 6.0]],
+                                         pa.list_(pa.float64(), 3)),
+                      "n": pa.array([1, 2, 3])})
+    path = tmp_path / "part.parquet"
+    pq.write_table(table, path)
+    real = pq.read_table
+    calls = []
+
+    def old_pyarrow(p, columns=None, schema=None, **kw):
+        calls.append(schema)
+        if schema is None:
+            raise pa.ArrowInvalid("Expected all lists to be of size=3 but index 1 had size=0")
+        return real(p, columns=columns, schema=schema, **kw)
+
+    monkeypatch.setattr(reader.pq, "read_table", old_pyarrow)
+    got = reader._read_part(path, ["hw_sig", "n"], pq.read_schema(path))
+    assert got.schema.field("hw_sig").type == pa.list_(pa.float64(), 3)
+    assert got.column("hw_sig").to_pylist() == [[1.0, 2.0, 3.0], None, [4.0, 5.0, 6.0]]
+    assert len(calls) == 2
