@@ -13,7 +13,6 @@ at once in the background, and the evaluator keeps serving.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from dataclasses import asdict, fields
@@ -39,6 +38,28 @@ def resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class _IdleWorkers:
+    """Idle workers; `get(prefer=task)` hands out one that last served `task` when there is one,
+    so a worker's cached inputs of that task (large, on the GPU) are used again."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._workers: list[tuple[WorkerProcess, str | None]] = []
+
+    def put(self, worker: WorkerProcess, last_task: str | None = None) -> None:
+        with self._cond:
+            self._workers.append((worker, last_task))
+            self._cond.notify()
+
+    def get(self, prefer: str | None = None) -> WorkerProcess:
+        with self._cond:
+            while not self._workers:
+                self._cond.wait()
+            index = next((i for i, (_, task) in enumerate(self._workers)
+                          if prefer is not None and task == prefer), 0)
+            return self._workers.pop(index)[0]
 
 
 class Evaluator:
@@ -92,7 +113,8 @@ class Evaluator:
         self.startup_timeout_s = startup_timeout_s
         self.static_check = static_check
         self.gpu_lock = gpu_lock
-        self._idle: queue.Queue[WorkerProcess] = queue.Queue()
+        self.n_workers = workers
+        self._idle = _IdleWorkers()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -102,7 +124,7 @@ class Evaluator:
 
     def _spawn(self) -> WorkerProcess:
         worker = WorkerProcess(device=self.device, memory_limit_mb=self.memory_limit_mb,
-                               env_extra={})
+                               env_extra={"KB_GPU_WORKERS": str(self.n_workers)})
         with self._lock:
             self._all.add(worker)
             self.workers_started += 1
@@ -144,7 +166,7 @@ class Evaluator:
         if problem is not None:
             return failure("rejected", kid, task_name, problem,
                            eval_latency_s=time.perf_counter() - started)
-        worker = self._idle.get()
+        worker = self._idle.get(prefer=task_name)
         healthy = False
         try:
             worker.wait_ready(self.startup_timeout_s)
@@ -158,7 +180,7 @@ class Evaluator:
                                 device_name=(worker.info or {}).get("device_name"))
         finally:
             if healthy and worker.alive:
-                self._idle.put(worker)
+                self._idle.put(worker, task_name)
             else:
                 self._retire(worker)
                 if not self._closed:
@@ -175,8 +197,7 @@ class Evaluator:
                    "exclusive_timing": self.gpu_lock is not None}
         if self.gpu_lock is None:
             return self._exchange(worker, request, task_name, kid, base, None)
-        held = ["shared"]
-        self.gpu_lock.acquire_shared()
+        held = ["none"]  # compiling holds nothing; the worker asks for more as it goes
         try:
             return self._exchange(worker, request, task_name, kid, base, held)
         finally:
@@ -206,12 +227,8 @@ class Evaluator:
                 return failure("runtime_error", kid, task_name,
                                f"memory limit exceeded: {got.detail}", **base), False
             tag, payload = got.message
-            if tag == "phase" and payload == "timing" and held is not None:
-                assert self.gpu_lock is not None
-                self.gpu_lock.release_shared()
-                held[0] = "none"
-                self.gpu_lock.acquire_exclusive()  # waiting here is not the candidate's time
-                held[0] = "exclusive"
+            if tag == "phase" and payload in ("shared", "timing") and held is not None:
+                self._take(held, "exclusive" if payload == "timing" else "shared")
                 if not worker.send({"op": "go"}):
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
@@ -225,6 +242,23 @@ class Evaluator:
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
             return result, not payload.get("recycle", False)
+
+    def _take(self, held: list[str], want: str) -> None:
+        """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
+        time: the phase timeout starts once it is granted)."""
+        assert self.gpu_lock is not None
+        if held[0] == want:
+            return
+        if held[0] == "shared":
+            self.gpu_lock.release_shared()
+        elif held[0] == "exclusive":
+            self.gpu_lock.release_exclusive()
+        held[0] = "none"
+        if want == "shared":
+            self.gpu_lock.acquire_shared()
+        else:
+            self.gpu_lock.acquire_exclusive()
+        held[0] = want
 
     def close(self) -> None:
         """Stop every worker."""

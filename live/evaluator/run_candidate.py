@@ -40,6 +40,8 @@ from live.evaluator.timing import (
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure",
                         "UnsupportedLanguageConstruct", "PTXASError", "OutOfResources")
 _module_counter = itertools.count()
+#: the seed of every candidate's perf-shape inputs on a GPU (NOTE D50)
+PERF_SEED = 0
 
 
 class Outcome(Exception):
@@ -120,6 +122,9 @@ class CandidateRunner:
         self._tasks: dict[tuple[str, str], Any] = {}
         if input_cache_bytes is None:
             input_cache_bytes = 8 * 2**30 if device == "cuda" else 256 * 2**20
+            share = info.get("gpu_bytes_share")
+            if device == "cuda" and share:  # several workers on one GPU: a part of our share
+                input_cache_bytes = min(input_cache_bytes, int(0.35 * share))
         self._inputs = InputCache(input_cache_bytes)
         self._spec = ""
 
@@ -139,9 +144,10 @@ class CandidateRunner:
 
     def evaluate(self, request: dict[str, Any], workdir: Path,
                  on_compiled: Callable[[], None],
-                 await_turn: Callable[[], bool] | None = None) -> dict[str, Any]:
-        """Judge one request; `await_turn` (if given) is called between checking and timing and
-        returns once the device is ours alone (False: the parent is gone)."""
+                 await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
+        """Judge one request. `await_turn(kind)`, if given, asks the parent for the GPU lock:
+        ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
+        (the device alone); it returns once granted (False: the parent is gone)."""
         phases: dict[str, float] = {}
         names: list[str] = []
         try:
@@ -182,7 +188,7 @@ class CandidateRunner:
 
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, float], names: list[str],
-                  await_turn: Callable[[], bool] | None = None) -> dict[str, Any]:
+                  await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
         try:
             task = self._task(request["task_spec"], request["task_name"])
         except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
@@ -200,15 +206,24 @@ class CandidateRunner:
             timed_shapes = [dict(s) for s in task.cpu_shapes]
         # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
         # on the very inputs it is then timed with (big inputs dominate evaluation cost).
+        # NOTE (D50): the perf shapes' inputs use one fixed seed (PERF_SEED) for every
+        # candidate: all candidates of a task are timed on identical inputs, and a worker keeps
+        # them (InputCache) instead of rebuilding hundreds of MB per attempt; the varying seeds
+        # of the test shapes still catch candidates that memorize outputs.
         plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
         if dev == "cuda":
-            plan += [(s, seed) for s in timed_shapes]
+            plan += [(s, PERF_SEED) for s in timed_shapes]
         started = time.perf_counter()
         first_shape, first_seed = plan[0]
         self._run_check(task, module, self._make_inputs(task, first_shape, first_seed),
                         f"shape {first_shape} seed {first_seed}")
         phases["compile_s"] = time.perf_counter() - started
         on_compiled()
+        # compiling (CPU work, plus the first check's tiny launch) overlaps other candidates;
+        # from here on the GPU is shared with other checks only, never with a timing
+        if await_turn is not None and not await_turn("shared"):
+            raise Outcome("runtime_error", "the evaluator went away before checking",
+                          recycle=True)
         started = time.perf_counter()
         for shape, shape_seed in plan[1:]:
             self._run_check(task, module, self._make_inputs(task, shape, shape_seed),
@@ -232,14 +247,14 @@ class CandidateRunner:
         config = TimingConfig(**request.get("timing", {}))
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone
-            if not await_turn():
+            if not await_turn("timing"):
                 raise Outcome("runtime_error", "the evaluator went away before timing",
                               recycle=True)
         started = time.perf_counter()
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None
         for shape in timed_shapes:
-            inputs = self._make_inputs(task, shape, seed)
+            inputs = self._make_inputs(task, shape, PERF_SEED if dev == "cuda" else seed)
             refs = as_tuple(task.reference(*inputs))
             footprint = float(sum(x.numel() * x.element_size()
                                   for x in (*inputs, *refs) if isinstance(x, torch.Tensor)))

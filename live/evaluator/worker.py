@@ -56,9 +56,14 @@ def main() -> None:
     import triton  # noqa: F401 - warm import, the reason workers exist
 
     limit_mb = os.environ.get("KB_MEMORY_LIMIT_MB")
+    sharing = max(1, int(os.environ.get("KB_GPU_WORKERS", "1")))
+    share_bytes = None
     if device == "cuda" and limit_mb:
         total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, int(limit_mb) * 2**20 / total))
+        # several workers on one GPU split it (with room for contexts and the allocator)
+        fraction = min(1.0, int(limit_mb) * 2**20 / total, 0.9 / sharing)
+        torch.cuda.set_per_process_memory_fraction(fraction)
+        share_bytes = int(fraction * total)
     if device == "cpu":
         try:  # the task suite's work-arounds for interpreter gaps (bf16 dot), when present
             from live.tasks.interpreter_compat import enable_interpreter_compat
@@ -68,6 +73,8 @@ def main() -> None:
             pass
     info = _device_info(device)
     info["triton"] = triton.__version__
+    if share_bytes is not None:
+        info["gpu_bytes_share"] = share_bytes
     from live.evaluator.run_candidate import CandidateRunner
 
     runner = CandidateRunner(device=device, info=info)
@@ -84,9 +91,9 @@ def main() -> None:
         os.chdir(workdir)
         started = time.perf_counter()
 
-        def await_turn() -> bool:
-            """Ask the parent for the GPU to ourselves; False if it is gone."""
-            write_frame(proto_out, ("phase", "timing"))
+        def await_turn(kind: str) -> bool:
+            """Ask the parent for the GPU lock (`kind`: shared | timing); False if it is gone."""
+            write_frame(proto_out, ("phase", kind))
             answer = read_frame_fd(proto_in.fileno())
             return isinstance(answer, dict) and answer.get("op") == "go"
 
