@@ -14,6 +14,15 @@ from kbsim.trace.schema import KERNELS_SCHEMA, SCHEMA_VERSION, STATUSES, STEPS_S
 SCHEMAS: dict[str, pa.Schema] = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA}
 
 
+def _same_type(stored: pa.DataType, wanted: pa.DataType) -> bool:
+    """Equal, or a variable-size list standing for a fixed-size one (how vectors are stored,
+    kbsim.trace.layout.to_disk; files written before that hold the fixed-size type)."""
+    if stored == wanted:
+        return True
+    return (pa.types.is_fixed_size_list(wanted) and pa.types.is_list(stored)
+            and stored.value_type == wanted.value_type)
+
+
 def schema_problems(actual: pa.Schema, table_name: str) -> list[str]:
     """Column-level problems of a part file's schema against schema v1 (missing, unknown, type)."""
     expected = SCHEMAS[table_name]
@@ -28,7 +37,7 @@ def schema_problems(actual: pa.Schema, table_name: str) -> list[str]:
         index = actual.get_field_index(field.name)
         if index < 0:
             problems.append(f"missing column '{field.name}' required by schema v1 {table_name}")
-        elif actual.field(index).type != field.type:
+        elif not _same_type(actual.field(index).type, field.type):
             problems.append(
                 f"column '{field.name}' has type {actual.field(index).type}, "
                 f"but schema v1 {table_name} says {field.type}"

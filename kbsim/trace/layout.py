@@ -132,9 +132,41 @@ def atomic_write_bytes(final: Path, payload: bytes) -> None:
     fsync_dir(final.parent)
 
 
+def to_disk(table: pa.Table) -> pa.Table:
+    """`table` with its fixed-size list columns as variable-size lists, as they are stored.
+
+    pyarrow before 26 cannot read a null entry of a fixed-size list column back from Parquet
+    ("Expected all lists to be of size=3 but index 1 had size=0"), and the GPU machines we
+    record on have such a pyarrow; variable-size lists read back everywhere, and
+    `from_disk` restores the schema's fixed sizes.
+    """
+    fields = [pa.field(f.name, pa.list_(f.type.value_type), f.nullable, f.metadata)
+              if pa.types.is_fixed_size_list(f.type) else f for f in table.schema]
+    if all(a.type == b.type for a, b in zip(fields, table.schema, strict=True)):
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
+def from_disk(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` as read from a part file, with `schema`'s fixed-size list columns restored
+    (ArrowInvalid if a list has the wrong length)."""
+    fields = []
+    for f in table.schema:
+        index = schema.get_field_index(f.name)
+        want = schema.field(index).type if index >= 0 else None
+        fields.append(pa.field(f.name, want, f.nullable, f.metadata)
+                      if want is not None and pa.types.is_fixed_size_list(want)
+                      and not pa.types.is_fixed_size_list(f.type) else f)
+    if all(a.type == b.type for a, b in zip(fields, table.schema, strict=True)):
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
 def atomic_write_parquet(final: Path, table: pa.Table) -> None:
-    """Write `table` as one Parquet file at `final`, atomically and durably."""
+    """Write `table` as one Parquet file at `final`, atomically and durably (fixed-size list
+    columns stored as variable-size lists, see `to_disk`)."""
     tmp = _tmp_path(final)
+    table = to_disk(table)
     try:
         with open(tmp, "wb") as handle:
             pq.write_table(table, handle, compression="zstd")

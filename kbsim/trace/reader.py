@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kbsim.trace import checks
-from kbsim.trace.layout import MANIFEST_NAME, scan_parts, stray_parquet_files
+from kbsim.trace.layout import MANIFEST_NAME, from_disk, scan_parts, stray_parquet_files
 from kbsim.trace.schema import KERNELS_SCHEMA, MANIFEST_KEYS, SCHEMA_VERSION, STEPS_SCHEMA
 
 PathLike = str | Path
@@ -125,27 +125,15 @@ def _unreadable(exc: BaseException) -> str:
     return f"unreadable Parquet file (truncated or corrupt: {reason})"
 
 
-def _read_part(path: Path, wanted: list[str], part_schema: pa.Schema) -> pa.Table:
-    """One part file's `wanted` columns.
+def _read_part(path: Path, wanted: list[str], table_name: str) -> pa.Table:
+    """One part file's `wanted` columns, with the schema's fixed-size lists restored (they are
+    stored as variable-size lists: kbsim.trace.layout.to_disk)."""
+    return from_disk(pq.read_table(path, columns=wanted), checks.SCHEMAS[table_name])
 
-    pyarrow before 26 cannot read back a null entry of a fixed-size list column (``hw_sig``,
-    ``profile9``, ``phi`` of failed kernels) from Parquet ("Expected all lists to be of size=3
-    but index 1 had size=0"), although the file is sound. Then those columns are read as
-    variable-size lists and cast back, which every version can do.
-    """
-    try:
-        return pq.read_table(path, columns=wanted)
-    except pa.ArrowInvalid as exc:
-        if "Expected all lists to be of size" not in str(exc):
-            raise
-    loose = pa.schema([
-        pa.field(f.name, pa.list_(f.type.value_type), f.nullable)
-        if pa.types.is_fixed_size_list(f.type) else f
-        for f in part_schema
-    ])
-    table = pq.read_table(path, columns=wanted, schema=loose)
-    fixed = pa.schema([part_schema.field(name) for name in table.column_names])
-    return table.cast(fixed)
+
+def read_part_file(path: Path, table_name: str) -> pa.Table:
+    """Every column of one part file, in memory types (compaction, direct readers)."""
+    return from_disk(pq.read_table(path), checks.SCHEMAS[table_name])
 
 
 def read_table_dir(
@@ -183,7 +171,7 @@ def read_table_dir(
             problems.extend(f"{part.path}: {p}" for p in file_problems)
             continue
         try:
-            table = _read_part(part.path, wanted, part_schema)
+            table = _read_part(part.path, wanted, table_name)
         except (pa.ArrowException, OSError) as exc:
             problems.append(f"{part.path}: {_unreadable(exc)}")
             continue

@@ -22,7 +22,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from kbsim.trace import checks
 from kbsim.trace.layout import (
@@ -36,7 +35,7 @@ from kbsim.trace.layout import (
     utc_now_iso,
     write_manifest,
 )
-from kbsim.trace.reader import TraceError, read_manifest, read_table_dir
+from kbsim.trace.reader import TraceError, read_manifest, read_part_file, read_table_dir
 from kbsim.trace.rows import conform_table, rows_to_table
 from kbsim.trace.schema import KERNELS_SCHEMA, SCHEMA_VERSION, STEPS_SCHEMA
 
@@ -322,7 +321,7 @@ class TraceWriter:
                 part.path.unlink(missing_ok=True)
             if len(live) < 2:
                 continue
-            merged = pa.concat_tables([pq.read_table(p.path) for p in live])
+            merged = pa.concat_tables([read_part_file(p.path, name) for p in live])
             merged = merged.cast(_SCHEMAS[name])
             if name == "kernels":
                 # profiles recorded later settle into one row per kernel

@@ -96,6 +96,15 @@ class InputCache:
         self._items: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
         self._bytes = 0
 
+    @property
+    def held(self) -> int:
+        """Bytes of pristine inputs held."""
+        return self._bytes
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._bytes = 0
+
     def get(self, key: tuple, make: Callable[[], tuple]) -> tuple:
         if key in self._items:
             self._items.move_to_end(key)
@@ -148,6 +157,19 @@ class CandidateRunner:
         """Judge one request. `await_turn(kind)`, if given, asks the parent for the GPU lock:
         ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
         (the device alone); it returns once granted (False: the parent is gone)."""
+        response = self._evaluate_once(request, workdir, on_compiled, await_turn)
+        if (self.device == "cuda" and response.get("status") == "runtime_error"
+                and "out of memory" in (response.get("error") or "") and self._inputs.held):
+            # our own cache may have taken the room: drop it and judge the candidate again
+            self._inputs.clear()
+            torch.cuda.empty_cache()
+            response = self._evaluate_once(request, workdir, on_compiled, await_turn)
+            response["oom_retried"] = True
+        return response
+
+    def _evaluate_once(self, request: dict[str, Any], workdir: Path,
+                       on_compiled: Callable[[], None],
+                       await_turn: Callable[[str], bool] | None) -> dict[str, Any]:
         phases: dict[str, float] = {}
         names: list[str] = []
         try:

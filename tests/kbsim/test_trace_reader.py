@@ -261,30 +261,32 @@ def test_loading_only_some_columns(tmp_path: Path) -> None:
     assert data.kernels.column_names == ["ms"] and data.kernels.num_rows == 4
 
 
-def test_fixed_size_list_nulls_are_read_where_pyarrow_cannot(tmp_path, monkeypatch) -> None:
-    """pyarrow < 26 fails to read null fixed-size-list entries back from Parquet; the reader
-    then reads them as variable lists and casts back, with the same values."""
+def test_vectors_are_stored_as_variable_lists_and_read_back_fixed(tmp_path) -> None:
+    """pyarrow < 26 cannot read null fixed-size-list entries back from Parquet, so part files
+    store vector columns as variable lists (readable by every version) and the reader restores
+    the fixed sizes; files in the old layout (fixed-size lists on disk) still read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kbsim.trace import reader
+    from kbsim.trace.layout import atomic_write_parquet
+    from kbsim.trace.reader import read_part_file
+    from kbsim.trace.schema import KERNELS_SCHEMA
+    from kbsim.trace.synthetic_trace import synthetic_tables
 
-    table = pa.table({"hw_sig": pa.array([[1.0, 2.0, 3.0], None, [4.0, 5.0, 6.0]],
-                                         pa.list_(pa.float64(), 3)),
-                      "n": pa.array([1, 2, 3])})
-    path = tmp_path / "part.parquet"
-    pq.write_table(table, path)
-    real = pq.read_table
-    calls = []
-
-    def old_pyarrow(p, columns=None, schema=None, **kw):
-        calls.append(schema)
-        if schema is None:
-            raise pa.ArrowInvalid("Expected all lists to be of size=3 but index 1 had size=0")
-        return real(p, columns=columns, schema=schema, **kw)
-
-    monkeypatch.setattr(reader.pq, "read_table", old_pyarrow)
-    got = reader._read_part(path, ["hw_sig", "n"], pq.read_schema(path))
-    assert got.schema.field("hw_sig").type == pa.list_(pa.float64(), 3)
-    assert got.column("hw_sig").to_pylist() == [[1.0, 2.0, 3.0], None, [4.0, 5.0, 6.0]]
-    assert len(calls) == 2
+    _, kernels = synthetic_tables(30, 2, seed=1)
+    hw = kernels.schema.get_field_index("hw_sig")
+    n = kernels.num_rows
+    values = [None if i % 3 == 1 else [1.0, 2.0, 3.0] for i in range(n)]
+    kernels = kernels.set_column(hw, kernels.schema.field(hw), pa.array(values,
+                                                                      pa.list_(pa.float64(), 3)))
+    new = tmp_path / "new.parquet"
+    atomic_write_parquet(new, kernels)
+    stored = pq.read_schema(new)
+    assert stored.field("hw_sig").type == pa.list_(pa.float64())
+    assert stored.metadata == kernels.schema.metadata  # schema version kept
+    old = tmp_path / "old.parquet"
+    pq.write_table(kernels, old)  # the layout before: fixed-size lists on disk
+    for path in (new, old):
+        back = read_part_file(path, "kernels")
+        assert back.schema.field("hw_sig").type == KERNELS_SCHEMA.field("hw_sig").type
+        assert back.column("hw_sig").to_pylist() == values

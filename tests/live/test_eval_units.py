@@ -157,3 +157,18 @@ def test_result_validation_and_failure_helper() -> None:
     assert len(result.error) == 500 and result.error.endswith("...")
     assert short_error("a\n  b") == "a b"
     assert result.to_dict()["status"] == "timeout"
+
+
+def test_input_cache_clear_and_held() -> None:
+    import torch
+
+    from live.evaluator.run_candidate import InputCache
+
+    cache = InputCache(max_bytes=10_000)
+    cache.get(("a",), lambda: (torch.zeros(100),))
+    assert cache.held == 400
+    cache.clear()
+    assert cache.held == 0
+    made = []
+    cache.get(("a",), lambda: made.append(1) or (torch.zeros(100),))
+    assert made == [1]  # built again after clear
