@@ -134,6 +134,7 @@ class Scratch(NamedTuple):
     child_rt6: np.ndarray  # (6,)
     hw: np.ndarray  # (3,)
     served: np.ndarray  # (1,) int64 steps served fresh from a tape (tape env) or by data
+    reps: np.ndarray  # (64,) int64 representatives to profile (room for the largest K)
 
 
 def new_scratch(env: EnvData, max_pool: int) -> Scratch:
@@ -148,4 +149,5 @@ def new_scratch(env: EnvData, max_pool: int) -> Scratch:
         child_rt6=np.zeros(len(RUNTIME_DIMS)),
         hw=np.full(3, np.nan),
         served=np.zeros(1, np.int64),
+        reps=np.zeros(64, np.int64),
     )

@@ -111,9 +111,12 @@ def recorded_outcome(
     else:
         child_ms = max(parent_ms * (o_child_ms[row] / o_parent_ms[row]), floor_ms)
     child = o_child[row]
-    child_phi[:] = k_phi[child]
-    child_prof9[:] = k_prof9[child]
-    child_rt6[:] = k_rt6[child]
+    for d in range(child_phi.shape[0]):  # element loops: no temporary (the engine runs these
+        child_phi[d] = k_phi[child, d]  # without numba's allocator, `_nrt=False`)
+    for d in range(child_prof9.shape[0]):
+        child_prof9[d] = k_prof9[child, d]
+    for d in range(child_rt6.shape[0]):
+        child_rt6[d] = k_rt6[child, d]
     if rescale:
         rescale_features(child_phi, child_rt6, child_ms)
     return 1, child_ms, child, tokens, cost
@@ -162,4 +165,6 @@ def env_reveal_hw(kind, env, task, pool, idx) -> None:
     if kind == SYNTHETIC:
         syn_hw(env, task, pool.key[idx], pool.hw[idx])
     else:
-        pool.hw[idx, :] = env.k_hw[pool.key[idx]]
+        key = pool.key[idx]
+        for d in range(3):
+            pool.hw[idx, d] = env.k_hw[key, d]

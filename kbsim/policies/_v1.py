@@ -246,8 +246,3 @@ def update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms
         sgd_step(state.w, state.buf_s[j], x, state.buf_y[j], lr)
         state.buf_n[2] = (j + 1) % state.buf_n[0]
 
-
-@njit(cache=True)
-def representatives_v1(state, pool) -> np.ndarray:
-    """v1 reads the 9-dim profile given with each kernel at pool_add; nothing to request."""
-    return np.empty(0, dtype=np.int64)

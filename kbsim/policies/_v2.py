@@ -8,7 +8,14 @@ import math
 import numpy as np
 from numba import njit
 
-from kbsim.policies._kmeans import kmeanspp_seed_t, lloyd_t, match_labels, nearest_row, zscore_t
+from kbsim.policies._kmeans import (
+    kmeanspp_seed_dist,
+    lloyd_dist,
+    match_labels,
+    nearest_row,
+    sqdist_to_centre,
+    zscore_t,
+)
 from kbsim.policies.spec import (
     F_C,
     F_EPS,
@@ -55,8 +62,10 @@ def recluster_v2(iparams, state, pool, rng) -> None:
                 old[c, d] = (old[c, d] - state.zmean[d]) / state.zstd[d]
     cent = state.sc_cent
     labels = state.sc_i
-    kmeanspp_seed_t(zt, n, K, cent, state.sc_f, state.sc_dist[0], rng)
-    lloyd_t(zt, n, K, cent, labels, state.sc_dist, state.sc_acc, state.sc_cnt, iparams[I_ITERS])
+    dist = state.sc_dist
+    kmeanspp_seed_dist(zt, n, K, cent, dist, state.sc_f, state.sc_g, rng)
+    current = lloyd_dist(zt, n, K, cent, labels, dist, state.sc_f, state.sc_j, state.sc_k[:K],
+                         state.sc_cnt, state.sc_acc, iparams[I_ITERS])
     perm = state.sc_k[:K]
     for j in range(K):
         perm[j] = j
@@ -67,22 +76,22 @@ def recluster_v2(iparams, state, pool, rng) -> None:
             state.centroids[perm[j], d] = cent[j, d]
     state.size[:] = 0
     state.rep[:] = -1
-    for i in range(n):
-        c = perm[labels[i]]
+    best = state.sc_f  # per new cluster: distance of its representative so far
+    for j in range(K):
+        best[j] = np.inf
+    if not current:  # the centres moved after the last distances: recompute them
+        for j in range(K):
+            sqdist_to_centre(zt, n, cent, j, dist[j])
+    for i in range(n):  # members in index order; the first nearest member is the rep
+        j = labels[i]
+        c = perm[j]
         state.assign[i] = c
         state.members[c, state.size[c]] = i
         state.size[c] += 1
-    for c in range(K):
-        best = np.inf
-        for j in range(state.size[c]):
-            i = state.members[c, j]
-            d2 = 0.0
-            for d in range(D):
-                diff = zt[d, i] - state.centroids[c, d]
-                d2 += diff * diff
-            if d2 < best:
-                best = d2
-                state.rep[c] = i
+        d2 = dist[j, i]
+        if d2 < best[j]:
+            best[j] = d2
+            state.rep[c] = i
     state.n_seen[0] = n
     state.clustered[0] = 1
     state.last_cluster_t[0] = state.t[0]
@@ -247,6 +256,19 @@ def _thompson_arm(state, rng):
     return bc, bs, np.nan
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _member_weight(state, k, dim, score, top) -> float:
+    """exp(score - top) for member k, reused from the member's last computation when it had
+    the same score and top (a re-clustering mostly keeps each cluster's top)."""
+    if state.pc_mtop[k, dim] == top and state.pc_mscore[k, dim] == score:
+        return state.pc_mw[k, dim]
+    w = math.exp(score - top)
+    state.pc_mw[k, dim] = w
+    state.pc_mscore[k, dim] = score
+    state.pc_mtop[k, dim] = top
+    return w
+
+
 @njit(cache=True, _nrt=False)
 def _refresh_parent_cache(fparams, state, pool, c, dim) -> None:
     m = state.size[c]
@@ -270,7 +292,7 @@ def _refresh_parent_cache(fparams, state, pool, c, dim) -> None:
     total = 0.0
     if signed == 1:
         for j in range(m):
-            w = math.exp(state.pc_w[c, dim, j] - top)
+            w = _member_weight(state, state.members[c, j], dim, state.pc_w[c, dim, j], top)
             state.pc_w[c, dim, j] = w
             total += w
             state.pc_cum[c, dim, j] = total
@@ -300,7 +322,7 @@ def update_parent_cache_v2(fparams, state, pool, c, dim) -> None:
             if score > top:
                 _refresh_parent_cache(fparams, state, pool, c, dim)
                 return
-            w = math.exp(score - top)
+            w = _member_weight(state, k, dim, score, top)
             state.pc_w[c, dim, j] = w
             total += w
             state.pc_cum[c, dim, j] = total
@@ -374,12 +396,11 @@ def update_v2(kind, state, cluster, strategy, reward) -> None:
         state.beta_b[cluster, strategy] += 1.0 - reward
 
 
-@njit(cache=True)
-def representatives_v2(state, pool) -> np.ndarray:
+@njit(cache=True, _nrt=False)
+def representatives_into_v2(state, pool, out) -> int:
     """Representatives of non-empty clusters that have no hardware signature yet (all three
-    dims NaN)."""
+    dims NaN), written into out[:count]; returns count."""
     K = state.rep.shape[0]
-    out = np.empty(K, dtype=np.int64)
     n = 0
     for c in range(K):
         r = state.rep[c]
@@ -391,4 +412,4 @@ def representatives_v2(state, pool) -> np.ndarray:
             if missing:
                 out[n] = r
                 n += 1
-    return out[:n].copy()
+    return n

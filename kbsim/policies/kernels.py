@@ -33,10 +33,11 @@ import numpy as np
 from numba import njit
 
 from kbsim.policies._flat import select_flat, update_flat
-from kbsim.policies._v1 import prepare_v1, representatives_v1, select_v1, update_v1, v1_reward
+from kbsim.policies._v1 import prepare_v1, select_v1, update_v1, v1_reward
 from kbsim.policies._v2 import (
+    prepare_due_v2,
     prepare_v2,
-    representatives_v2,
+    representatives_into_v2,
     select_v2,
     update_v2,
     v2_reward,
@@ -57,17 +58,24 @@ def _is_v2_family(kind) -> bool:
     )
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def prepare_inline(kind, fparams, iparams, state, pool, rng) -> None:
+    """`prepare`, inlined into the caller by numba (only inside ``_nrt=False`` functions)."""
+    if pool.n[0] == 0:
+        return
+    if _is_v2_family(kind):
+        if prepare_due_v2(iparams, state, pool):
+            prepare_v2(fparams, iparams, state, pool, rng)
+    elif kind == KIND_V1:
+        prepare_v1(fparams, iparams, state, pool, rng)
+
+
 @njit(cache=True, _nrt=False)
 def prepare(kind, fparams, iparams, state, pool, rng) -> None:
     """Bring the clustering up to date (re-cluster when due, assign new members, refresh the
     mask). `select` calls it first; the live runner may call it earlier so that
     `representatives` can be profiled before the arm is chosen. Idempotent within a step."""
-    if pool.n[0] == 0:
-        return
-    if _is_v2_family(kind):
-        prepare_v2(fparams, iparams, state, pool, rng)
-    elif kind == KIND_V1:
-        prepare_v1(fparams, iparams, state, pool, rng)
+    prepare_inline(kind, fparams, iparams, state, pool, rng)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -120,13 +128,20 @@ def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child
                          child_ms, success)
 
 
+@njit(cache=True, _nrt=False)
+def representatives_into(kind, state, pool, out) -> int:
+    """`representatives` without allocating: writes the pool indices into out[:count] (out
+    needs room for K entries) and returns count."""
+    if _is_v2_family(kind):
+        return representatives_into_v2(state, pool, out)
+    return 0  # v1 reads the 9-dim profile given with each kernel at pool_add; others: none
+
+
 @njit(cache=True)
 def representatives(kind, state, pool) -> np.ndarray:
     """Pool indices whose hardware signature the policy wants profiled now (v2 family: cluster
     representatives without one; others: none). The caller profiles them and writes
     pool.hw[idx] before the next select (replay environments fill hw from data)."""
-    if _is_v2_family(kind):
-        return representatives_v2(state, pool)
-    if kind == KIND_V1:
-        return representatives_v1(state, pool)
-    return np.empty(0, dtype=np.int64)
+    out = np.empty(max(state.rep.shape[0], 1), dtype=np.int64)
+    count = representatives_into(kind, state, pool, out)
+    return out[:count].copy()

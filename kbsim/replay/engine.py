@@ -39,7 +39,12 @@ from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
 from kbsim.envs.synthetic import syn_arm_means_arrays, syn_features_arrays, syn_step_arrays
 from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
-from kbsim.policies.kernels import prepare, representatives, select, update
+from kbsim.policies.kernels import (
+    prepare_inline,
+    representatives_into,
+    select_inline,
+    update_inline,
+)
 from kbsim.policies.state import pool_add
 from kbsim.replay._copy import copy_into
 
@@ -103,7 +108,7 @@ def new_outputs(n_episodes: int, steps: int, per_step: bool = True) -> tuple[Ste
     return step_out, episode_out
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reps_pending(rep, size, hw) -> bool:
     """Whether some non-empty cluster's representative lacks a hardware dimension.
 
@@ -123,7 +128,7 @@ def _reps_pending(rep, size, hw) -> bool:
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run_episode(
     pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
     prng, erng, steps, e, out, ep_out,
@@ -132,7 +137,9 @@ def run_episode(
 
     Every array crossing a compiled call costs a reference-count increment and decrement, so
     the arrays of env, scratch and out are taken out once here and the per-step calls get only
-    the few arrays they read (the env's `*_arrays` kernels).
+    the few arrays they read (the env's `*_arrays` kernels). Compiled with ``_nrt=False`` (no
+    reference counting, no allocation), so the policy's `prepare` / `select` / `update` are
+    inlined (`*_inline`) instead of called with the state's ~50 arrays passed by value.
     """
     pool.n[0] = 0
     scratch.served[0] = 0
@@ -156,7 +163,7 @@ def run_episode(
     # pool and scratch arrays
     p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
     st_rep, st_size = state.rep, state.size
-    means, cursor, nan_hw = scratch.means, scratch.cursor, scratch.hw
+    means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
     child_phi, child_prof9, child_rt6 = scratch.child_phi, scratch.child_prof9, scratch.child_rt6
     # outputs
     record = out.reward.shape[1] > 0
@@ -179,12 +186,11 @@ def run_episode(
     steps_run = steps
     for t in range(steps):
         if profiles:
-            prepare(pkind, fparams, iparams, state, pool, prng)
+            prepare_inline(pkind, fparams, iparams, state, pool, prng)
             if _reps_pending(st_rep, st_size, p_hw):
-                reps = representatives(pkind, state, pool)
-                for r in reps:
-                    env_reveal_hw(ekind, env, task, pool, r)
-        cluster, s, parent, _ = select(pkind, fparams, iparams, state, pool, prng)
+                for j in range(representatives_into(pkind, state, pool, reps)):
+                    env_reveal_hw(ekind, env, task, pool, reps[j])
+        cluster, s, parent, _ = select_inline(pkind, fparams, iparams, state, pool, prng)
         parent_key = p_key[parent]
         # --- the environment's answer
         if ekind == SYNTHETIC:
@@ -217,8 +223,8 @@ def run_episode(
                 child_prof9, child_rt6,
             )
         success = status == 1
-        reward = update(pkind, fparams, iparams, state, pool, cluster, s, parent, child_ms,
-                        success)
+        reward = update_inline(pkind, fparams, iparams, state, pool, cluster, s, parent,
+                               child_ms, success)
         arm_mean = means[parent, s]
         regret = best_mean - arm_mean
         if not np.isnan(regret):
