@@ -3,7 +3,8 @@
 - `synthetic.build_synthetic(spec)`: planted clusters, Lipschitz constant, noise, failures,
   a planted roofline (floor runtime; `roofline=0` disables it), exact means (spec strings
   documented in `kbsim.envs.synthetic`);
-- `tape.build_tape(steps, kernels, on_exhaust=...)`: recorded outcomes in order;
+- `tape.build_tape(steps, kernels, on_exhaust=...)`: recorded outcomes in order; ratios drawn
+  from a stand-in tape bounded by the same floor (NOTE D47);
 - `fitted.build_fitted(steps, kernels, knn=...)`: a nearest-neighbour model, unlimited horizon,
   children never faster than the task's fastest recorded correct runtime (NOTE D46);
 - `recorded.load_tables(paths)`: a trace's (steps, kernels) tables, validated;

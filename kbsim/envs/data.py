@@ -38,7 +38,7 @@ class EnvData(NamedTuple):
     task_k0: np.ndarray  # (NT,) int64: global kernel row of each task's k0
     task_kstart: np.ndarray  # (NT + 1,) int64
     task_scale: np.ndarray  # (NT, 5) float64: per-dim std of recorded phi (for distances)
-    task_floor_ms: np.ndarray  # (NT,) fitted env: fastest correct runtime recorded (NOTE D46)
+    task_floor_ms: np.ndarray  # (NT,) tape, fitted: fastest correct runtime recorded (D46, D47)
     k_phi: np.ndarray  # (NK, 5)
     k_hw: np.ndarray  # (NK, 3), NaN = never profiled
     k_prof9: np.ndarray  # (NK, 9)

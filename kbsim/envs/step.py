@@ -86,8 +86,9 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
                                 env.tape_start, env.o_success, env.o_child_ms, env.o_parent_ms,
                                 key, pool.ms[idx], env.task_floor_ms[task], row)
     else:
-        tape_arm_means_arrays(env.tape_mean, env.tape_nn, env.iparams[I_ON_EXHAUST] == STOP, key,
-                              row)
+        tape_arm_means_arrays(env.tape_mean, env.tape_nn, env.tape_start, env.o_success,
+                              env.o_child_ms, env.o_parent_ms, env.iparams[I_ON_EXHAUST] == STOP,
+                              key, pool.ms[idx], env.task_floor_ms[task], row)
     return row_max(row)
 
 
@@ -98,8 +99,8 @@ def recorded_outcome(
 ):
     """(status, child_ms, child_key, tokens, cost) of recorded outcome `row` for a parent running
     in parent_ms: the recorded runtime on its own tape, else the recorded runtime ratio applied
-    to parent_ms, never below floor_ms (NOTE D46; 0: no floor); the child's features are the
-    recorded child's (rescaled to the new runtime when `rescale`)."""
+    to parent_ms, never below floor_ms (NOTE D46 fitted, D47 tape; 0: no floor); the child's
+    features are the recorded child's (rescaled to the new runtime when `rescale`)."""
     if row < 0:
         return 0, np.nan, -1, 0, 0.0
     tokens = o_tokens[row]
@@ -154,7 +155,7 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     return recorded_outcome(
         env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens, env.o_cost,
         env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, pool.ms[parent],
-        env.task_floor_ms[task] if kind == FITTED else 0.0, scratch.child_phi,
+        env.task_floor_ms[task], scratch.child_phi,
         scratch.child_prof9, scratch.child_rt6,
     )
 

@@ -10,15 +10,24 @@ When a tape runs out (``on_exhaust``):
   with, the ``nearest`` rule applies;
 - ``nearest``: a bootstrap draw from the tape of the nearest recorded parent in z-scored
   phi-space that has outcomes for the same strategy (the Lipschitz assumption); the child's
-  runtime is scaled by the runtime ratio of that outcome (T_child = T_parent * Tc' / Tp');
+  runtime is scaled by the runtime ratio of that outcome (T_child = T_parent * Tc' / Tp'),
+  never below the task's floor (NOTE D47, below);
 - ``stop``: the episode is truncated at this step (the horizon reached is reported).
+
+NOTE (D47): as in the fitted env (NOTE D46), a runtime ratio applied to a parent other than the
+one it was recorded on is bounded below by the task's floor, the fastest correct runtime
+recorded for the task (k0's included): T_child = max(T_parent * Tc' / Tp', floor). Without it,
+stand-in ratios compound past anything the trace ever ran (3.1x against a recorded best of 2.1x
+in 400 steps on a synthetic trace). Outcomes served from a kernel's own tape carry recorded
+runtimes, never below the floor, and are unchanged.
 
 A strategy with no outcome at all in the task (nothing to draw from) is an immediate failure
 with no tokens. Coverage = the fraction of steps served fresh from the asked tape.
 
 Pseudo-regret is measured against tape means: the mean v2 reward max(0, (Tp - Tc) / Tp)
 (failures 0) of each tape's recorded outcomes (for an empty tape, that of the tape the
-``nearest`` rule would use; NaN under ``stop``).
+``nearest`` rule would use, with the floor's clamp when the member's runtime times some recorded
+ratio of that tape falls below it; NaN under ``stop``).
 """
 
 from __future__ import annotations
@@ -63,7 +72,8 @@ def build_tape(
 
 @njit(cache=True)
 def tape_arm_mean(env, key: int, s: int) -> float:
-    """Mean recorded v2 reward of (kernel row `key`, strategy s), or of its `nearest` stand-in."""
+    """Mean recorded v2 reward of (kernel row `key`, strategy s), or of its `nearest` stand-in,
+    before the floor (NOTE D47): what `tape_arm_means_arrays` gives a member far above it."""
     mean = env.tape_mean[key, s]
     if np.isnan(mean) and env.iparams[I_ON_EXHAUST] != STOP:
         nn = env.tape_nn[key, s]
@@ -73,14 +83,41 @@ def tape_arm_mean(env, key: int, s: int) -> float:
 
 
 @njit(cache=True)
-def tape_arm_means_arrays(tape_mean, tape_nn, stop, key, out) -> None:
-    """out[s] = tape_arm_mean(env, key, s) for every strategy."""
+def stand_in_mean(tape_mean, tape_start, o_success, o_child_ms, o_parent_ms, nn, s, ms,
+                  floor_ms) -> float:
+    """Exact mean reward of a draw from tape (nn, s) applied as a runtime ratio to a parent
+    running in ms, children clamped at floor_ms (NOTE D47): the recorded tape mean when no
+    recorded ratio reaches below the floor, else the clamped rewards averaged over the tape."""
+    slot = nn * N_STRATEGIES + s
+    lo, hi = tape_start[slot], tape_start[slot + 1]
+    clamped = False
+    for o in range(lo, hi):
+        if o_success[o] and ms * (o_child_ms[o] / o_parent_ms[o]) < floor_ms:
+            clamped = True
+            break
+    if not clamped or hi == lo:
+        return tape_mean[nn, s]
+    total = 0.0
+    for o in range(lo, hi):
+        if o_success[o]:
+            child_ms = max(ms * (o_child_ms[o] / o_parent_ms[o]), floor_ms)
+            total += max(0.0, (ms - child_ms) / ms)
+    return total / (hi - lo)
+
+
+@njit(cache=True)
+def tape_arm_means_arrays(tape_mean, tape_nn, tape_start, o_success, o_child_ms, o_parent_ms,
+                          stop, key, ms, floor_ms, out) -> None:
+    """out[s] = mean reward of arm (member with kernel row `key` running in ms, s): its own
+    tape's recorded mean, or for an empty tape (not under ``stop``) that of the `nearest`
+    stand-in, whose ratios are clamped at floor_ms (NOTE D47; 0: no floor)."""
     for s in range(out.shape[0]):
         mean = tape_mean[key, s]
         if np.isnan(mean) and not stop:
             nn = tape_nn[key, s]
             if nn >= 0:
-                mean = tape_mean[nn, s]
+                mean = stand_in_mean(tape_mean, tape_start, o_success, o_child_ms, o_parent_ms,
+                                     nn, s, ms, floor_ms)
         out[s] = mean
 
 

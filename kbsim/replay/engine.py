@@ -150,7 +150,7 @@ def run_episode(
     efp, eip = env.fparams, env.iparams
     fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
     fit_min_ratio = env.fit_min_ratio
-    fit_floor = env.task_floor_ms[task] if ekind == FITTED else 0.0
+    floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
     tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
     o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
     o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
@@ -219,7 +219,7 @@ def run_episode(
                     served += 1
             status, child_ms, child_key, tok, c = recorded_outcome(
                 o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9,
-                k_rt6, row, own, ekind == FITTED, p_ms[parent], fit_floor, child_phi,
+                k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms, child_phi,
                 child_prof9, child_rt6,
             )
         success = status == 1
@@ -246,9 +246,11 @@ def run_episode(
                     elif ekind == FITTED:
                         fitted_arm_means_arrays(fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n,
                                                 tape_start, o_success, o_child_ms, o_parent_ms,
-                                                child_key, p_ms[idx], fit_floor, row_means)
+                                                child_key, p_ms[idx], floor_ms, row_means)
                     else:
-                        tape_arm_means_arrays(tape_mean, tape_nn, stop, child_key, row_means)
+                        tape_arm_means_arrays(tape_mean, tape_nn, tape_start, o_success,
+                                              o_child_ms, o_parent_ms, stop, child_key,
+                                              p_ms[idx], floor_ms, row_means)
                     b = row_max(row_means)
                     if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
                         best_mean = b
