@@ -1,0 +1,19 @@
+import torch
+import triton
+import triton.language as tl
+BLOCK_N = 512
+
+@triton.jit
+def dequantize_kernel(q_ptr, scale_ptr, out_ptr, n_cols, stride_q_row, stride_out_row, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    scale = tl.load(scale_ptr + row)
+    q = tl.load(q_ptr + row * stride_q_row + cols, mask=mask, other=0).to(tl.float32)
+    tl.store(out_ptr + row * stride_out_row + cols, (q * scale).to(out_ptr.dtype.element_ty), mask=mask)
+
+def dequantize_int8(q, scale, out):
+    n_rows, n_cols = q.shape
+    grid = (n_rows, triton.cdiv(n_cols, BLOCK_N))
+    dequantize_kernel[grid](q, scale, out, n_cols, q.stride(0), out.stride(0), BLOCK_N=BLOCK_N, num_warps=8, num_stages=1)
