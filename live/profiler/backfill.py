@@ -86,31 +86,33 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
             report.stopped = f"profiler unavailable: {profiler.unavailable_reason}"
             return report
         writer.remember_kernels(rows)
-        for task in data_tasks:
-            pending = todo[task]
-            for start in range(0, len(pending), batch_size):
-                if max_wall_s is not None and time.monotonic() - started >= max_wall_s:
-                    report.stopped = "wall-clock budget (--max-wall) reached"
-                    break
-                chunk = pending[start:start + batch_size]
-                results = profiler.profile_many(task, [r["code"] for r in chunk],
-                                                batch_size=batch_size)
-                for row, result in zip(chunk, results, strict=True):
-                    report.left -= 1
-                    if result.profiled and result.hw_sig is not None:
-                        writer.update_kernel_profile(
-                            task, row["kernel_id"], hw_sig=list(result.hw_sig),
-                            profile9=list(result.profile9) if result.profile9 else None,
-                            profiler=result.profiler or "ncu")
-                        report.profiled += 1
-                    else:
-                        report.failed += 1
-                        reason = (result.error or "unknown").split(";")[0][:120]
-                        report.errors[reason] = report.errors.get(reason, 0) + 1
-                if on_batch is not None:
-                    on_batch(task, min(start + batch_size, len(pending)), len(pending))
-            if report.stopped:
+        # round robin over tasks, one batch each, so a pass cut short by --max-wall leaves
+        # every task with some profiled kernels rather than the first tasks with all of theirs
+        queue = [(task, start) for start in range(0, max(len(v) for v in todo.values()),
+                                                  batch_size)
+                 for task in data_tasks if start < len(todo[task])]
+        for task, start in queue:
+            if max_wall_s is not None and time.monotonic() - started >= max_wall_s:
+                report.stopped = "wall-clock budget (--max-wall) reached"
                 break
+            pending = todo[task]
+            chunk = pending[start:start + batch_size]
+            results = profiler.profile_many(task, [r["code"] for r in chunk],
+                                            batch_size=batch_size)
+            for row, result in zip(chunk, results, strict=True):
+                report.left -= 1
+                if result.profiled and result.hw_sig is not None:
+                    writer.update_kernel_profile(
+                        task, row["kernel_id"], hw_sig=list(result.hw_sig),
+                        profile9=list(result.profile9) if result.profile9 else None,
+                        profiler=result.profiler or "ncu")
+                    report.profiled += 1
+                else:
+                    report.failed += 1
+                    reason = (result.error or "unknown").split(";")[0][:120]
+                    report.errors[reason] = report.errors.get(reason, 0) + 1
+            if on_batch is not None:
+                on_batch(task, min(start + batch_size, len(pending)), len(pending))
         report.seconds = time.monotonic() - started
         passes = list(writer.manifest.get("profile_backfill") or [])
         passes.append({"date": utc_now_iso(), "batch_size": batch_size, **report.as_dict()})

@@ -104,3 +104,13 @@ def test_cli_says_in_one_line_when_there_is_no_profiler(tmp_path: Path,
     assert result.exit_code == 1
     assert "profiler unavailable: ncu not found on PATH" in result.output
     assert "Traceback" not in result.output
+
+
+def test_backfill_goes_round_robin_over_tasks(tmp_path: Path) -> None:
+    trace = _unprofiled_trace(tmp_path / "t")
+    fake = FakeProfiler(set())
+    backfill_profiles(trace, lambda spec: fake, batch_size=2)
+    tasks = [task for task, _ in fake.calls]
+    n_tasks = len(set(tasks))
+    assert n_tasks >= 2
+    assert len(set(tasks[:n_tasks])) == n_tasks  # every task gets a batch before any a second
