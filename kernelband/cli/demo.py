@@ -12,26 +12,32 @@ import click
               help="Folder for the trace (if generated), replay results, tables and report.")
 @click.option("--trace", default=None, type=click.Path(file_okay=False, exists=True),
               help="Trace to use instead of the shipped default.")
+@click.option("--policy-trace", default=None, type=click.Path(file_okay=False, exists=True),
+              help="A live policy run to compare replay with (sim-to-real) [the shipped one, "
+              "when the shipped exploration trace is used].")
 @click.option("--seeds", default=100, show_default=True, type=click.IntRange(1),
               help="Replay seeds per (policy, environment, task).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def demo(out: str, trace: str | None, seeds: int, progress: bool) -> None:
+def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
+         progress: bool) -> None:
     """Replay the paper's ablation grid on the default data and write OUT/report.html.
 
-    The default data is the exploration trace shipped under traces/; until one is shipped, a
-    logging-policy trace of the synthetic environment is generated on the fly. Replays run on
-    the tape and fitted environments (preset paper-ablation, T = 20 and 40).
+    The default data is the exploration trace shipped under traces/ (recorded on an H200; a
+    logging-policy trace of the synthetic environment is generated on the fly if a checkout has
+    none). Replays run on the tape and fitted environments (preset paper-ablation, T = 20 and
+    40); with a live policy run beside it, the report adds the sim-to-real check.
 
     \b
     Example:
         kernelband demo --out demo-out
         kernelband demo --trace traces/my-run --seeds 200 --out demo-mine
+        kernelband demo --trace traces/my-explore --policy-trace traces/my-v2-run --out demo-mine
     """
     from analysis.demo import run_demo
     from kbsim.trace.reader import TraceError
 
     try:
-        result = run_demo(out, trace=trace, seeds=seeds,
+        result = run_demo(out, trace=trace, policy_trace=policy_trace, seeds=seeds,
                           say=lambda m: click.echo(m, err=True), progress=progress)
     except (TraceError, ValueError) as exc:
         click.echo(f"kernelband demo: {exc}", err=True)
