@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
@@ -68,6 +69,42 @@ def new_rng(seed: int) -> np.ndarray:
     if s0 == 0 and s1 == 0:  # the one forbidden state of xoroshiro
         s0 = 1
     return np.array([_to_signed(s0), _to_signed(s1), 0], dtype=np.int64)
+
+
+def new_rngs(seeds: Sequence[int]) -> np.ndarray:
+    """`new_rng` of each seed, stacked: shape (len(seeds), 3), the same states (one compiled
+    pass instead of one array per seed: sweeps seed hundreds of thousands of episodes)."""
+    for seed in seeds:
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+    words = np.array([int(seed) & _MASK64 for seed in seeds], dtype=np.uint64)
+    out = np.zeros((len(words), 3), dtype=np.int64)
+    _splitmix_states(words, out)
+    return out
+
+
+_GOLDEN_U64 = np.uint64(_GOLDEN)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_U30, _U27, _U31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+@njit(cache=True)
+def _splitmix_states(words: np.ndarray, out: np.ndarray) -> None:
+    """out[i, :2] = the two splitmix64 outputs after words[i] (`new_rng`, compiled)."""
+    for i in range(words.shape[0]):
+        x = words[i]
+        s = np.zeros(2, dtype=np.uint64)
+        for j in range(2):
+            x = x + _GOLDEN_U64
+            z = x
+            z = (z ^ (z >> _U30)) * _MIX1
+            z = (z ^ (z >> _U27)) * _MIX2
+            s[j] = z ^ (z >> _U31)
+        if s[0] == 0 and s[1] == 0:
+            s[0] = 1
+        out[i, 0] = np.int64(s[0])
+        out[i, 1] = np.int64(s[1])
 
 
 def derive_seed(seed: int, *keys: int | str) -> int:

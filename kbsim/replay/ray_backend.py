@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from kbsim.envs.data import Env, EnvData
 from kbsim.policies.spec import PolicySpec
-from kbsim.replay.seeding import env_rng, policy_rng
+from kbsim.replay.seeding import episode_rngs
 from kbsim.replay.sweep import (
     SweepResult,
     _write_atomic,
@@ -80,8 +80,8 @@ def plan_episodes(env: Env, seed_list: Sequence[int]) -> EpisodePlan:
     ep_task = np.repeat(np.arange(n_tasks, dtype=np.int64), len(seed_arr))
     ep_seed = np.tile(seed_arr, n_tasks)
     pairs = [(env.task_ids[t], int(s)) for t, s in zip(ep_task, ep_seed, strict=True)]
-    prng = np.stack([policy_rng(s, task_id) for task_id, s in pairs])
-    erng = np.stack([env_rng(s, task_id) for task_id, s in pairs])
+    prng = episode_rngs("policy", pairs)
+    erng = episode_rngs("env", pairs)
     n_init = np.asarray(env.n_init, np.int64)[ep_task]
     return EpisodePlan(ep_task, ep_seed, prng, erng, n_init)
 

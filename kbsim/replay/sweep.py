@@ -35,7 +35,7 @@ from kbsim.envs.data import Env, new_scratch
 from kbsim.policies.spec import PolicySpec, is_v2_family, parse_policy
 from kbsim.policies.state import new_pool, new_state
 from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs, run_chunk
-from kbsim.replay.seeding import env_rng, policy_rng
+from kbsim.replay.seeding import episode_rngs
 from kbsim.trace.schema import RESULTS_SCHEMA
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -265,8 +265,8 @@ def run_sweep(
         ep_task = np.repeat(np.arange(n_tasks, dtype=np.int64), len(seed_list))
         ep_seed = np.tile(seed_arr, n_tasks)
         pairs = [(env.task_ids[t], int(s)) for t, s in zip(ep_task, ep_seed, strict=True)]
-        prng = np.stack([policy_rng(s, task_id) for task_id, s in pairs])
-        erng = np.stack([env_rng(s, task_id) for task_id, s in pairs])
+        prng = episode_rngs("policy", pairs)
+        erng = episode_rngs("env", pairs)
         n_init = np.asarray(env.n_init, np.int64)[ep_task]
         plans.append((env, ep_task, ep_seed, prng, erng, n_init))
     total_chunks = sum(

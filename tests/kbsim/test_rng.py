@@ -86,10 +86,25 @@ def test_derive_seed_is_stable_and_separates_keys() -> None:
     assert s not in others and len(others) == 5
 
 
+def test_batched_states_equal_one_at_a_time() -> None:
+    from kbsim.replay.seeding import env_rng, episode_rngs, policy_rng
+
+    seeds = [0, 1, 5, 2**63 - 1, -3, np.int64(7)]
+    assert np.array_equal(R.new_rngs(seeds), np.stack([R.new_rng(s) for s in seeds]))
+    assert R.new_rngs([]).shape == (0, 3)
+    pairs = [(task, seed) for task in ("syn-000", "softmax") for seed in range(4)]
+    pairs += [("syn-001", np.int64(9)), ("syn-002", 2**62)]
+    assert np.array_equal(episode_rngs("policy", pairs),
+                          np.stack([policy_rng(s, t) for t, s in pairs]))
+    assert np.array_equal(episode_rngs("env", pairs), np.stack([env_rng(s, t) for t, s in pairs]))
+
+
 @pytest.mark.parametrize("bad", [1.5, "7", None, True])
 def test_bad_seed_is_rejected(bad) -> None:
     with pytest.raises(ValueError, match="seed must be an integer"):
         R.new_rng(bad)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        R.new_rngs([1, bad])
 
 
 def test_derive_seed_rejects_bad_keys() -> None:
