@@ -177,16 +177,20 @@ def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
 
 
 @njit(cache=True, _nrt=False)
-def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, cum, rng) -> None:
+def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, rng) -> None:
     """`kmeanspp_seed_t` (same draws, same centres) that also leaves each centre's squared
     distances in dist[j, :n], ready for Lloyd's first assignment. D(x)^2 is drawn from by a
     binary search of its running sums (the first index whose running sum exceeds u, as the
-    linear scan finds). `d2`, `cum` are scratch of length >= n."""
+    linear scan finds). `d2` is scratch of length >= n; the running sums live in the last row
+    of `dist` until that row's centre is drawn (k >= 2)."""
     D = zt.shape[0]
     first = rand_int(rng, n)
     for d in range(D):
         cent[0, d] = zt[d, first]
     sqdist_to_centre(zt, n, cent, 0, dist[0])
+    if k < 2:
+        return
+    cum = dist[k - 1]
     total = 0.0
     for i in range(n):
         v = dist[0, i]

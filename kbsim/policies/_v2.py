@@ -63,8 +63,9 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     cent = state.sc_cent
     labels = state.sc_i
     dist = state.sc_dist
-    kmeanspp_seed_dist(zt, n, K, cent, dist, state.sc_f, state.sc_g, rng)
-    current = lloyd_dist(zt, n, K, cent, labels, dist, state.sc_f, state.sc_j, state.sc_k[:K],
+    kmeanspp_seed_dist(zt, n, K, cent, dist, state.sc_f, rng)
+    # Lloyd's scratch for the new labels: state.assign, rewritten for every member below
+    current = lloyd_dist(zt, n, K, cent, labels, dist, state.sc_f, state.assign, state.sc_k[:K],
                          state.sc_cnt, state.sc_acc, iparams[I_ITERS])
     perm = state.sc_k[:K]
     for j in range(K):
@@ -270,12 +271,13 @@ def _thompson_arm(state, rng):
 def _member_weight(state, k, dim, score, top) -> float:
     """exp(score - top) for member k, reused from the member's last computation when it had
     the same score and top (a re-clustering mostly keeps each cluster's top)."""
-    if state.pc_mtop[k, dim] == top and state.pc_mscore[k, dim] == score:
-        return state.pc_mw[k, dim]
+    memo = state.pc_memo
+    if memo[k, dim, 2] == top and memo[k, dim, 1] == score:
+        return memo[k, dim, 0]
     w = math.exp(score - top)
-    state.pc_mw[k, dim] = w
-    state.pc_mscore[k, dim] = score
-    state.pc_mtop[k, dim] = top
+    memo[k, dim, 0] = w
+    memo[k, dim, 1] = score
+    memo[k, dim, 2] = top
     return w
 
 

@@ -119,8 +119,6 @@ class PolicyState(NamedTuple):
     # scratch (no allocation in the hot path)
     sc_f: np.ndarray  # (max_pool,) float64
     sc_i: np.ndarray  # (max_pool,) int64
-    sc_g: np.ndarray  # (max_pool,) float64
-    sc_j: np.ndarray  # (max_pool,) int64
     sc_zt: np.ndarray  # (D, max_pool) float64, z-scored points as columns
     sc_dist: np.ndarray  # (K, max_pool) float64
     sc_cent: np.ndarray  # (K, D) float64
@@ -140,9 +138,7 @@ class PolicyState(NamedTuple):
     pc_rep: np.ndarray  # (K,) int64, 2 * rep + (1 if rep profiled) when the mask was computed
     # per (member, dim): the last softmax weight computed, exp(score - top), with its score and
     # top, reused when a refresh meets the same pair again (same inputs: the same weight)
-    pc_mw: np.ndarray  # (max_pool, 3) float64
-    pc_mscore: np.ndarray  # (max_pool, 3) float64
-    pc_mtop: np.ndarray  # (max_pool, 3) float64, NaN = none yet
+    pc_memo: np.ndarray  # (max_pool, 3, 3) float64: weight, score, top (NaN = none yet)
 
 
 def new_state(
@@ -214,8 +210,6 @@ def new_state(
         xrt=np.zeros((P if v1 else 0, RT_DIM)),
         sc_f=np.zeros(P),
         sc_i=np.zeros(P, dtype=np.int64),
-        sc_g=np.zeros(P),
-        sc_j=np.zeros(P, dtype=np.int64),
         sc_zt=np.zeros((D, P)),
         sc_dist=np.zeros((K, P)),
         sc_cent=np.zeros((K, D)),
@@ -231,9 +225,7 @@ def new_state(
         pc_fast=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_n=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_rep=np.full(K if v2 else 0, -1, dtype=np.int64),
-        pc_mw=np.zeros((P if v2 else 0, HW_DIM)),
-        pc_mscore=np.zeros((P if v2 else 0, HW_DIM)),
-        pc_mtop=np.full((P if v2 else 0, HW_DIM), np.nan),
+        pc_memo=np.full((P if v2 else 0, HW_DIM, 3), np.nan),
     )
 
 
