@@ -271,13 +271,12 @@ def _thompson_arm(state, rng):
 def _member_weight(state, k, dim, score, top) -> float:
     """exp(score - top) for member k, reused from the member's last computation when it had
     the same score and top (a re-clustering mostly keeps each cluster's top)."""
-    memo = state.pc_memo
-    if memo[k, dim, 2] == top and memo[k, dim, 1] == score:
-        return memo[k, dim, 0]
+    if state.pc_mtop[k, dim] == top and state.pc_mscore[k, dim] == score:
+        return state.pc_mw[k, dim]
     w = math.exp(score - top)
-    memo[k, dim, 0] = w
-    memo[k, dim, 1] = score
-    memo[k, dim, 2] = top
+    state.pc_mw[k, dim] = w
+    state.pc_mscore[k, dim] = score
+    state.pc_mtop[k, dim] = top
     return w
 
 

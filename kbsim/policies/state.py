@@ -138,7 +138,9 @@ class PolicyState(NamedTuple):
     pc_rep: np.ndarray  # (K,) int64, 2 * rep + (1 if rep profiled) when the mask was computed
     # per (member, dim): the last softmax weight computed, exp(score - top), with its score and
     # top, reused when a refresh meets the same pair again (same inputs: the same weight)
-    pc_memo: np.ndarray  # (max_pool, 3, 3) float64: weight, score, top (NaN = none yet)
+    pc_mw: np.ndarray  # (max_pool, 3) float64
+    pc_mscore: np.ndarray  # (max_pool, 3) float64
+    pc_mtop: np.ndarray  # (max_pool, 3) float64, NaN = none yet
 
 
 def new_state(
@@ -225,7 +227,9 @@ def new_state(
         pc_fast=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_n=np.zeros((K if v2 else 0, HW_DIM), dtype=np.int64),
         pc_rep=np.full(K if v2 else 0, -1, dtype=np.int64),
-        pc_memo=np.full((P if v2 else 0, HW_DIM, 3), np.nan),
+        pc_mw=np.zeros((P if v2 else 0, HW_DIM)),
+        pc_mscore=np.zeros((P if v2 else 0, HW_DIM)),
+        pc_mtop=np.full((P if v2 else 0, HW_DIM), np.nan),
     )
 
 
