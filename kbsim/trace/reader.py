@@ -125,15 +125,12 @@ def _unreadable(exc: BaseException) -> str:
     return f"unreadable Parquet file (truncated or corrupt: {reason})"
 
 
-def _read_part(path: Path, wanted: list[str], table_name: str) -> pa.Table:
-    """One part file's `wanted` columns, with the schema's fixed-size lists restored (they are
-    stored as variable-size lists: kbsim.trace.layout.to_disk)."""
-    return from_disk(pq.read_table(path, columns=wanted), checks.SCHEMAS[table_name])
-
-
-def read_part_file(path: Path, table_name: str) -> pa.Table:
-    """Every column of one part file, in memory types (compaction, direct readers)."""
-    return from_disk(pq.read_table(path), checks.SCHEMAS[table_name])
+def read_part_file(path: Path, table_name: str,
+                   columns: Sequence[str] | None = None) -> pa.Table:
+    """One part file (its `columns`, default all) in memory types: the schema's fixed-size
+    lists restored (they are stored as variable-size lists: kbsim.trace.layout.to_disk)."""
+    table = pq.read_table(path, columns=list(columns) if columns is not None else None)
+    return from_disk(table, checks.SCHEMAS[table_name])
 
 
 def read_table_dir(
@@ -171,7 +168,7 @@ def read_table_dir(
             problems.extend(f"{part.path}: {p}" for p in file_problems)
             continue
         try:
-            table = _read_part(part.path, wanted, table_name)
+            table = read_part_file(part.path, table_name, wanted)
         except (pa.ArrowException, OSError) as exc:
             problems.append(f"{part.path}: {_unreadable(exc)}")
             continue

@@ -225,37 +225,41 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
             quiet: bool) -> None:
     """Profile (Nsight Compute, on this machine's GPU) every correct kernel without a profile.
 
-    Kernels are profiled task by task in batches, one ncu session per batch; each profile is
-    recorded in the trace as its batch finishes, so a killed pass loses at most one batch and
-    running the command again continues. Needs a CUDA GPU, ncu, and the trace's tasks.
+    Kernels are profiled in batches, one ncu session per batch, round robin over tasks; each
+    profile is recorded in the trace as its batch finishes, so a killed pass loses at most one
+    batch and running the command again continues. Needs a CUDA GPU, ncu, and the trace's tasks.
 
     \b
     Example:
-        kernelband traces profile traces/explore-h100 --batch-size 32 --max-wall 500
+        kernelband traces profile traces/explore-h200 --batch-size 32 --max-wall 500
     """
     from tqdm import tqdm
 
     from live.profiler import NcuProfiler
-    from live.profiler.backfill import backfill_profiles, pending_kernels
+    from live.profiler.backfill import backfill_profiles
 
     wanted = [t.strip() for t in tasks.split(",")] if tasks else None
-    todo, already, _ = pending_kernels(dataset, wanted)
-    total = sum(len(v) for v in todo.values())
-    click.echo(f"{total} correct kernels to profile ({already} already profiled)")
-    if not total:
-        return
-    bar = tqdm(total=total, unit="kernel", disable=quiet, file=sys.stderr)
+    bars: list[tqdm] = []
     seen: dict[str, int] = {}
 
+    def on_start(total: int, already: int) -> None:
+        click.echo(f"{total} correct kernels to profile ({already} already profiled)")
+        bars.append(tqdm(total=total, unit="kernel", disable=quiet or not total,
+                         file=sys.stderr))
+
     def on_batch(task: str, done: int, of: int) -> None:
-        bar.update(done - seen.get(task, 0))
+        bars[0].update(done - seen.get(task, 0))
         seen[task] = done
-        bar.set_postfix_str(task)
+        bars[0].set_postfix_str(task)
 
     report = backfill_profiles(
         dataset, lambda spec: NcuProfiler(spec, cache_dir=dataset / ".profile-cache"),
-        tasks=wanted, batch_size=batch_size, max_wall_s=max_wall_s, on_batch=on_batch)
-    bar.close()
+        tasks=wanted, batch_size=batch_size, max_wall_s=max_wall_s, on_start=on_start,
+        on_batch=on_batch)
+    for bar in bars:
+        bar.close()
+    if not (report.profiled or report.failed or report.left or report.stopped):
+        return  # nothing was pending
     if report.stopped and report.stopped.startswith("profiler unavailable"):
         _fail(f"{dataset}: {report.stopped}")
     click.echo(f"profiled {report.profiled}, failed {report.failed}, left {report.left} "

@@ -164,7 +164,6 @@ class CandidateRunner:
             self._inputs.clear()
             torch.cuda.empty_cache()
             response = self._evaluate_once(request, workdir, on_compiled, await_turn)
-            response["oom_retried"] = True
         return response
 
     def _evaluate_once(self, request: dict[str, Any], workdir: Path,

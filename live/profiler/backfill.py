@@ -59,6 +59,7 @@ def pending_kernels(path: str | Path, tasks: list[str] | None = None
 def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                       tasks: list[str] | None = None, batch_size: int = 24,
                       max_wall_s: float | None = None,
+                      on_start: Callable[[int, int], None] | None = None,
                       on_batch: Callable[[str, int, int], None] | None = None) -> BackfillReport:
     """Profile the pending kernels of the trace at `path`.
 
@@ -67,12 +68,15 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
             ``profile_many(task, codes, batch_size=)`` (live.profiler.NcuProfiler).
         tasks: only these tasks (default: all).
         max_wall_s: start no batch after this many seconds (the rest is counted as left).
+        on_start: called once with (kernels to profile, kernels already profiled).
         on_batch: called with (task, kernels done in this task, kernels of this task).
     """
     started = time.monotonic()
     report = BackfillReport()
     todo, report.already, rows = pending_kernels(path, tasks)
     report.left = sum(len(v) for v in todo.values())
+    if on_start is not None:
+        on_start(report.left, report.already)
     if not report.left:
         return report
     data_tasks = sorted(todo)

@@ -224,8 +224,9 @@ class NcuProfiler:
             for (i, code, _kid), result in zip(chunk, self._run_batch(task_name, chunk, calls),
                                               strict=True):
                 if not result.profiled and self.available:
-                    result = self.profile(task_name, code)  # alone, with its own error text
-                self._store(result)
+                    result = self.profile(task_name, code)  # alone (and cached), own error text
+                else:
+                    self._store(result)
                 results[i] = result
         return [results[i] for i in range(len(codes))]
 
@@ -243,23 +244,19 @@ class NcuProfiler:
                 except SyntaxError:
                     path.write_text(code)
                 paths.append(path)
-            command = [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
-                       "--target-processes", "all", "--metrics", ",".join(self.metrics()),
-                       "--kernel-name", kernel_regex(names)]
+            command = [*self._command(), "--kernel-name", kernel_regex(names)]
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
                         self.task_spec, "--task", task_name, "--calls", str(calls)]
             for path in paths:
                 command += ["--code", str(path)]
-            stdout, stderr, error = self._spawn(command, workdir,
-                                                self.timeout_s + 10.0 * len(chunk))
+            stdout, stderr, _, error = self._spawn(command, workdir,
+                                                   self.timeout_s + 10.0 * len(chunk))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if error is not None:
             return [ProfileResult(kid, task_name, profiled=False, profiler=self.name,
                                   error=error) for _, _, kid in chunk]
-        refusal = next((r for r in _REFUSALS if r in stdout + stderr), None)
-        if refusal is not None:
-            self._mark_unavailable(f"ncu refused: {refusal}")
+        if self._refused(stdout + "\n" + stderr):
             return [ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
                     for _, _, kid in chunk]
         groups = split_launches(parse_raw_csv(stdout))
@@ -271,9 +268,15 @@ class NcuProfiler:
             out.append(ProfileResult(**{**asdict(result), "latency_s": each_s}))
         return out
 
+    def _command(self) -> list[str]:
+        """ncu and the options every session shares (raw CSV page of our metrics)."""
+        return [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
+                "--target-processes", "all", "--metrics", ",".join(self.metrics())]
+
     def _spawn(self, command: list[str], workdir: Path,
-               timeout_s: float) -> tuple[str, str, str | None]:
-        """Run ncu; (stdout, stderr, None) or ("", "", why it failed to finish)."""
+               timeout_s: float) -> tuple[str, str, int | None, str | None]:
+        """Run ncu in its own session; (stdout, stderr, exit code, None), or ("", "", None,
+        why it did not finish) after killing it at `timeout_s`."""
         env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=workdir, env=env, start_new_session=True)
@@ -282,8 +285,16 @@ class NcuProfiler:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return "", "", f"ncu exceeded {timeout_s:g} s"
-        return stdout, stderr, None
+            return "", "", None, f"ncu exceeded {timeout_s:g} s"
+        return stdout, stderr, proc.returncode, None
+
+    def _refused(self, output: str) -> bool:
+        """True (and the profiler marked unavailable) if ncu's output says this machine will
+        not let us profile."""
+        refusal = next((r for r in _REFUSALS if r in output), None)
+        if refusal is not None:
+            self._mark_unavailable(f"ncu refused: {refusal}")
+        return refusal is not None
 
     def _run_ncu(self, task_name: str, code: str, kid: str) -> ProfileResult:
         result = self._run_ncu_once(task_name, code, kid)
@@ -299,8 +310,7 @@ class NcuProfiler:
         try:
             code_path = workdir / "candidate.py"
             code_path.write_text(code)
-            command = [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
-                       "--target-processes", "all", "--metrics", ",".join(self.metrics())]
+            command = self._command()
             if names:
                 command += ["--kernel-name", "regex:^(" + "|".join(names) + ")$",
                             "--launch-count", str(self.launches * len(names))]
@@ -309,30 +319,21 @@ class NcuProfiler:
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
                         self.task_spec, "--task", task_name, "--code", str(code_path),
                         "--calls", str(self.launches + 1)]
-            env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
-            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, cwd=workdir, env=env, start_new_session=True)
-            try:
-                stdout, stderr = proc.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-                return ProfileResult(kid, task_name, profiled=False, profiler=self.name,
-                                     error=f"ncu exceeded {self.timeout_s:g} s")
+            stdout, stderr, returncode, error = self._spawn(command, workdir, self.timeout_s)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        if error is not None:
+            return ProfileResult(kid, task_name, profiled=False, profiler=self.name, error=error)
         self.last_raw_csv = stdout
         both = stdout + "\n" + stderr
-        refusal = next((r for r in _REFUSALS if r in both), None)
-        if refusal is not None:
-            self._mark_unavailable(f"ncu refused: {refusal}")
+        if self._refused(both):
             return ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
         result = result_from_csv(stdout, kid=kid, task_id=task_name, profiler=self.name)
         if not result.profiled:
             errors = [ln for ln in both.splitlines() if "ERROR" in ln]
             tail = " | ".join(errors[-3:] or both.strip().splitlines()[-3:])
             return ProfileResult(**{**asdict(result),
-                                    "error": f"{result.error}; exit {proc.returncode}: "
+                                    "error": f"{result.error}; exit {returncode}: "
                                              f"{tail[-400:]}"})
         return result
 

@@ -114,3 +114,14 @@ def test_backfill_goes_round_robin_over_tasks(tmp_path: Path) -> None:
     n_tasks = len(set(tasks))
     assert n_tasks >= 2
     assert len(set(tasks[:n_tasks])) == n_tasks  # every task gets a batch before any a second
+
+
+def test_cli_with_nothing_pending_says_so_and_succeeds(tmp_path: Path) -> None:
+    from kernelband.cli import main
+
+    trace = _unprofiled_trace(tmp_path / "t")
+    backfill_profiles(trace, lambda spec: FakeProfiler(set()), batch_size=8)
+    result = CliRunner().invoke(main, ["traces", "profile", str(trace), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("0 correct kernels to profile (")
+    assert len(result.output.splitlines()) == 1  # no "profiled 0, failed 0 ..." line
