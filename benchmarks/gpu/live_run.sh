@@ -9,9 +9,10 @@ set -uo pipefail
 name=$1; shift
 : "${OUT:?OUT must be set}"
 : "${MAX_WALL:=480}"
-if ls .whl/*.whl >/dev/null 2>&1; then
+whl=${WHL_DIR:-.whl}
+if ls "$whl"/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+    --target /tmp/site "$whl"/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD
@@ -19,7 +20,9 @@ fi
 export PYTHONUNBUFFERED=1
 work=/tmp/kb-runs
 mkdir -p "$work"
-if [ -f ".gpu-runs/$name.tar.gz" ]; then
+if [ -d "$work/$name" ]; then
+  resume=--resume  # still here from an earlier call on this (warm) machine
+elif [ -f ".gpu-runs/$name.tar.gz" ]; then
   tar -xzf ".gpu-runs/$name.tar.gz" -C "$work"
   resume=--resume
 else

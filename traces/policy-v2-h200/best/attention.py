@@ -2,7 +2,7 @@ import math
 import torch
 import triton
 import triton.language as tl
-BLOCK_M = 32
+BLOCK_M = 128
 BLOCK_N = 128
 
 @triton.jit
@@ -37,4 +37,4 @@ def attention(q, k, v, out):
     batch, n_heads, seq_len, head_dim = q.shape
     sm_scale = 1.0 / math.sqrt(head_dim)
     grid = (triton.cdiv(seq_len, BLOCK_M), batch * n_heads)
-    attention_kernel[grid](q, k, v, out, seq_len, n_heads, sm_scale, q.stride(0), q.stride(1), q.stride(2), HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=4, num_stages=2)
+    attention_kernel[grid](q, k, v, out, seq_len, n_heads, sm_scale, q.stride(0), q.stride(1), q.stride(2), HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=4, num_stages=1)

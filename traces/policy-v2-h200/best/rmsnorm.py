@@ -18,10 +18,10 @@ def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, n_cols, stride_x_row, stride_out_row, 
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0, cache_modifier='.cg').to(tl.float32)
         tl.store(out_row + cols, (x * rstd * w).to(out_ptr.dtype.element_ty), mask=mask)
 
 def rmsnorm(x, weight, eps, out):
     n_rows, n_cols = x.shape
     grid = (n_rows,)
-    rmsnorm_kernel[grid](x, weight, out, n_cols, x.stride(0), out.stride(0), eps, BLOCK_N=BLOCK_N, num_warps=8, num_stages=1)
+    rmsnorm_kernel[grid](x, weight, out, n_cols, x.stride(0), out.stride(0), eps, BLOCK_N=BLOCK_N, num_warps=4, num_stages=1)
