@@ -17,6 +17,14 @@ Usage (on a machine with 2 GPUs)::
 
 Prints one line per configuration (attempts, evaluations, wall s, attempts/s) and the ratio of
 each configuration's attempts/s to the first's (target for 2 GPUs vs 1: >= 1.8x).
+
+Two ways to bound a run. ``--steps N``: every task makes N attempts; the run ends with a tail in
+which only the slowest tasks are left, each with one candidate in flight (a task's attempts are
+sequential), so more GPUs cannot shorten it, and short runs understate scaling. ``--max-wall S
+--steps <large>``: a fixed window of S seconds in which every task stays busy (what a long
+collection, cut into pieces by ``--max-wall``, sees); the wall time includes the drain of the
+attempts in flight at the end. ``--workers W`` gives each GPU actor W evaluator workers sharing
+its GPU (compile side by side, time alone), as the local runner does.
 """
 
 from __future__ import annotations
@@ -36,6 +44,15 @@ sys.path.insert(0, str(ROOT))
 #: Ray workers get the driver script's folder on sys.path, not the repository: name it for them
 #: (kernelband need not be installed on the GPU machine)
 PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def _portable(value: object) -> object:
+    """`value` with the device machine's output folder written as ``$OUT`` (no machine paths in
+    committed results)."""
+    out = os.environ.get("OUT")
+    if isinstance(value, str) and out:
+        return value.replace(out.rstrip("/"), "$OUT")
+    return value
 
 
 def warm_up_policy(policy: str) -> float:
@@ -72,7 +89,8 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
     cache = work / f"triton-cache-{label}"
     cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    pool = RayEvaluatorPool(args.tasks, actors=n_actors, device=args.device,
+    pool = RayEvaluatorPool(args.tasks, actors=n_actors, workers=args.workers,
+                            device=args.device,
                             timeout_s=args.eval_timeout, profile=False,
                             runtime_env={"env_vars": {"TRITON_CACHE_DIR": str(cache),
                                                       "PYTHONPATH": PYTHONPATH}})
@@ -80,7 +98,8 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
     out = work / f"trace-{label}"
     config = RunConfig(out=str(out), tasks=args.tasks, policy=args.policy, steps=args.steps,
                        seed=args.seed, device=args.device, profile="off",
-                       in_flight=args.in_flight, eval_timeout_s=args.eval_timeout)
+                       in_flight=args.in_flight, eval_timeout_s=args.eval_timeout,
+                       max_wall_s=args.max_wall)
     try:
         started = time.perf_counter()
         LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=pool,
@@ -93,6 +112,7 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
     steps = load_trace(out).steps_df()
     row = {
         "actors": n_actors,
+        "workers_per_actor": args.workers,
         "devices": info.get("actor_devices"),
         "attempts": int(len(steps)),
         "evaluations": int(stats["calls"]),
@@ -103,7 +123,8 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
         "evaluations_per_s": stats["calls"] / wall_s,
         "pool_stats": stats,
     }
-    print(f"actors={n_actors}  attempts={row['attempts']}  evaluations={row['evaluations']}  "
+    print(f"actors={n_actors} x {args.workers} workers  attempts={row['attempts']}  "
+          f"evaluations={row['evaluations']}  "
           f"wall={wall_s:.1f} s  attempts/s={row['attempts_per_s']:.3f}  "
           f"evaluations/s={row['evaluations_per_s']:.3f}  (actors warm in {warm_s:.1f} s)",
           flush=True)
@@ -115,9 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--actors", default="1,2",
                         help="actor counts to run, in order; repeat to check noise, e.g. "
                              "1,2,1,2 [1,2]")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="evaluator workers per actor (share its GPU: compile side by "
+                             "side, time alone) [1]")
     parser.add_argument("--tasks", default="builtin")
     parser.add_argument("--policy", default="explore")
     parser.add_argument("--steps", type=int, default=8, help="attempts per task [8]")
+    parser.add_argument("--max-wall", type=float, default=None,
+                        help="a fixed window instead: start no attempt after this many seconds "
+                             "(with --steps large enough that no task finishes first, every "
+                             "task stays busy and the run's tail does not weigh in)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--in-flight", type=int, default=8, help="tasks run concurrently [8]")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -149,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         row["ratio_vs_first"] = row["attempts_per_s"] / base
         print(f"actors={row['actors']}: {row['ratio_vs_first']:.2f}x the attempts/s of "
               f"actors={rows[0]['actors']}")
-    if len({(r["attempts"], r["evaluations"]) for r in rows}) > 1:
+    if args.max_wall is None and len({(r["attempts"], r["evaluations"]) for r in rows}) > 1:
         print("note: the configurations did different work (a policy whose decisions depend on "
               "timings?); compare evaluations/s", flush=True)
     if args.json:
@@ -157,8 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
-            "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-            "config": vars(args),
+            "command": " ".join([os.path.basename(sys.executable),
+                                 *map(_portable, sys.argv)]),
+            "config": {k: _portable(v) for k, v in vars(args).items()},
             "runs": rows,
         }, indent=2))
     ray.shutdown()

@@ -3,15 +3,18 @@
 What runs where: the driver (this process) runs `LiveRunner` unchanged — the policies, the
 proposers (LLM calls or mutations), the budget and the one `TraceWriter` — so every trace row is
 written by the driver, in the same order and with the same atomic part files as a local run. Only
-`evaluate` and `profile` calls travel, to `RayEvaluatorPool`'s actors (one per GPU). Tasks run in
-the runner's threads (``in_flight`` of them), so ``in_flight`` should be at least the number of
-GPU actors to keep them all busy.
+`evaluate` and `profile` calls travel, to `RayEvaluatorPool`'s actors (one per GPU, each with
+``eval_workers`` evaluator processes sharing its GPU like the local runner's). Tasks run in the
+runner's threads (``in_flight`` of them), so ``in_flight`` should be at least actors x workers
+to keep every worker busy.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+
+import ray
 
 from live.backends.ray_pool import RayEvaluatorPool
 from live.proposers.base import Proposer
@@ -20,6 +23,24 @@ from live.runner.config import RunConfig
 from live.runner.runner import LiveRunner, RunResult
 
 log = logging.getLogger(__name__)
+
+
+def actor_workers(config: RunConfig, actors: int | None, address: str | None = None) -> int:
+    """Evaluator workers per GPU actor: ``config.eval_workers`` when set; else one on CPU, and
+    on GPUs enough to fill the tasks in flight (``ceil(in_flight / actors)``, at most 8, the
+    local runner's cap). Starts or joins Ray to count the cluster's GPUs when `actors` is None.
+    """
+    if config.eval_workers:
+        return config.eval_workers
+    if config.device == "cpu":
+        return 1
+    if actors is None:
+        if not ray.is_initialized():
+            ray.init(address=address)
+        actors = int(ray.cluster_resources().get("GPU", 0))
+        if actors < 1:
+            return 1  # device auto on a cluster without GPUs: the pool runs one CPU actor
+    return max(1, min(8, -(-config.in_flight // actors)))
 
 
 def run_live_ray(
@@ -33,13 +54,16 @@ def run_live_ray(
     actors: int | None = None,
     actor_cpus: float = 1.0,
 ) -> RunResult:
-    """`run_live` with one Ray actor per GPU (`actors`: default every GPU of the cluster).
+    """`run_live` with one Ray actor per GPU (`actors`: default every GPU of the cluster), each
+    running `actor_workers` evaluator workers.
 
     `address`: the cluster to join when Ray is not initialised yet (``auto``, ``HOST:PORT``;
     None starts a local instance).
     """
+    workers = actor_workers(config, actors, address)
     pool = RayEvaluatorPool(
-        config.tasks, actors=actors, device=config.device, timeout_s=config.eval_timeout_s,
+        config.tasks, actors=actors, workers=workers, device=config.device,
+        timeout_s=config.eval_timeout_s,
         static_check=True, profile=config.profile != "off",
         profile_cache_dir=Path(config.out).resolve() / ".profile-cache", actor_cpus=actor_cpus,
         address=address,
@@ -49,6 +73,9 @@ def run_live_ray(
         if config.in_flight < n_actors:
             log.warning("in_flight=%d < %d actors: only %d GPUs can be busy at once",
                         config.in_flight, n_actors, config.in_flight)
+        elif config.in_flight < n_actors * workers:
+            log.warning("in_flight=%d < %d actors x %d workers: some workers stay idle",
+                        config.in_flight, n_actors, workers)
         runner = LiveRunner(
             config, proposer, budget=budget, resume=resume, show_progress=show_progress,
             evaluator=pool,  # type: ignore[arg-type]  # same interface as Evaluator

@@ -1,30 +1,36 @@
 """`RayEvaluatorPool`: the evaluator interface of `live.evaluator.Evaluator`, served by one Ray
 actor per GPU across a cluster (`kernelband live --backend ray`).
 
-Each actor (`EvaluatorActor`, ``num_gpus=1``) holds a warm ``Evaluator(workers=1)`` and an
+Each actor (`EvaluatorActor`, ``num_gpus=1``) holds a warm ``Evaluator(workers=W)`` and an
 `NcuProfiler` for its own GPU (Ray sets the actor's CUDA_VISIBLE_DEVICES). The driver keeps the
 policies, the proposers and the trace writer: a call to `evaluate` / `profile` waits for a free
-actor, runs there, and returns the actor's result record to the calling thread. An actor runs
-one call at a time (Ray's default for a synchronous actor), so timings on a GPU are never taken
-concurrently and the live runner needs no device lock of its own (``device_lock=False``).
+place on an actor, runs there, and returns the actor's result record to the calling thread.
+With one worker (``workers=1``) an actor runs one call at a time. With W > 1 it is a threaded
+actor (``max_concurrency=W``) whose workers share the GPU exactly as the local runner's do
+(`live.evaluator.gpu_lock`): candidates compile and check side by side, timing and profiling
+take the GPU alone. Either way timings on a GPU are never taken concurrently and the live runner
+needs no device lock of its own (``device_lock=False``).
 
 Lost actors: when an actor dies (node lost, CUDA fault that takes the process down, killed),
 stops answering, or raises (the evaluator itself returns a value for every candidate, so an
 exception means the actor is unwell), it is killed for good and a fresh one is started for its
 GPU in the background; the candidate it held goes back to the queue and runs on the next free
-actor. The result of the lost call is never used, and the runner writes a trace row only when a
-call returns, so a candidate is neither lost nor counted twice. A candidate that loses
+actor (every call the actor held, with W > 1). The result of a lost call is never used, and the
+runner writes a trace row only when a call returns, so a candidate is neither lost nor counted
+twice. A candidate that loses
 `max_attempts` actors in a row is given up as ``runtime_error`` (a value, like every evaluator
 outcome).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from typing import Any
 import ray
 
 from live.evaluator import EvalResult, Evaluator, kernel_id
+from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.result import failure
 from live.evaluator.task_source import canonical_spec
 from live.profiler import NcuProfiler, ProfileResult
@@ -40,11 +47,15 @@ log = logging.getLogger(__name__)
 
 
 class EvaluatorActor:
-    """Body of one GPU actor: a warm evaluator (one worker) and a profiler for its device."""
+    """Body of one GPU actor: a warm evaluator (`workers` processes sharing the GPU through a
+    `GpuLock` when more than one) and a profiler for its device."""
 
     def __init__(self, task_spec: str, device: str, evaluator_kwargs: dict[str, Any],
-                 profile: bool, profile_cache_dir: str | None) -> None:
-        self.evaluator = Evaluator(task_spec, device=device, workers=1, **evaluator_kwargs)
+                 profile: bool, profile_cache_dir: str | None, workers: int = 1) -> None:
+        # several workers: the local runner's arrangement (compile side by side, time alone)
+        self.gpu_lock = GpuLock() if workers > 1 else None
+        self.evaluator = Evaluator(task_spec, device=device, workers=workers,
+                                   gpu_lock=self.gpu_lock, **evaluator_kwargs)
         self.profiler: NcuProfiler | None = None
         if profile:
             cache_dir = _usable_dir(profile_cache_dir)
@@ -63,20 +74,38 @@ class EvaluatorActor:
             "node_id": context.get_node_id(),
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
             "pid": os.getpid(),
+            "workers": self.evaluator.n_workers,
         }
 
     def evaluate(self, task_name: str, code: str, seed: int,
                  baseline_code: str | None) -> EvalResult:
         return self.evaluator.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
 
+    def _device_alone(self) -> Any:
+        return self.gpu_lock.exclusive() if self.gpu_lock is not None else _nothing()
+
     def profile(self, task_name: str, code: str) -> ProfileResult:
         if self.profiler is None:
             return ProfileResult(kernel_id(code), task_name, profiled=False,
                                  error="profiling off")
-        return self.profiler.profile(task_name, code)
+        with self._device_alone():
+            return self.profiler.profile(task_name, code)
+
+    def profile_many(self, task_name: str, codes: list[str]) -> list[ProfileResult]:
+        """Several kernels in one Nsight Compute session (`NcuProfiler.profile_many`)."""
+        if self.profiler is None:
+            return [ProfileResult(kernel_id(c), task_name, profiled=False, error="profiling off")
+                    for c in codes]
+        with self._device_alone():
+            return self.profiler.profile_many(task_name, codes)
 
     def close(self) -> None:
         self.evaluator.close()
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def _usable_dir(path: str | None) -> str | None:
@@ -93,12 +122,14 @@ def _usable_dir(path: str | None) -> str | None:
 
 @dataclass
 class _Slot:
-    """One GPU's actor; `generation` counts the actors that held the slot."""
+    """One GPU's actor; `generation` counts the actors that held the slot. The pool's free
+    queue holds the slot once per worker; `lost` turns its remaining entries into nothing."""
 
     index: int
     handle: Any
     generation: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    lost: bool = False
 
 
 @dataclass
@@ -133,6 +164,9 @@ class RayProfiler:
     def profile(self, task_name: str, code: str) -> ProfileResult:
         return self._pool.profile(task_name, code)
 
+    def profile_many(self, task_name: str, codes: list[str]) -> list[ProfileResult]:
+        return self._pool.profile_many(task_name, codes)
+
 
 class RayEvaluatorPool:
     """Evaluate (and profile) candidates on one Ray actor per GPU; see the module docstring.
@@ -140,6 +174,8 @@ class RayEvaluatorPool:
     Args:
         task_spec: as for `Evaluator` (``builtin``, ``softmax,layernorm``, ``tritonbench:PATH``).
         actors: number of actors (default: every GPU of the cluster; 1 on CPU).
+        workers: evaluator worker processes per actor (concurrent calls on one GPU, compiling
+            side by side and timing alone); each reserves ``actor_cpus`` CPUs.
         device: ``auto`` (``cuda`` if the cluster has GPUs) | ``cuda`` | ``cpu``. On CPU the
             actors reserve no GPU and run Triton's interpreter: the same code path, for tests.
         timeout_s, compile_timeout_s, startup_timeout_s, static_check, ...: passed to each
@@ -148,7 +184,7 @@ class RayEvaluatorPool:
         max_attempts: actors a single call may lose before it is given up.
         ready_timeout_s: limit for an actor to start (import torch, warm its worker), and for a
             call to find a free actor when none is left.
-        actor_cpus: CPUs each actor reserves (its worker compiles on the CPU).
+        actor_cpus: CPUs each worker of an actor reserves (workers compile on the CPU).
         runtime_env: Ray runtime environment of the actors (e.g. ``{"env_vars": {...}}``).
         address: the Ray cluster to join when Ray is not yet initialised (None: a local one).
     """
@@ -158,6 +194,7 @@ class RayEvaluatorPool:
         task_spec: str,
         *,
         actors: int | None = None,
+        workers: int = 1,
         device: str = "auto",
         timeout_s: float = 120.0,
         compile_timeout_s: float = 120.0,
@@ -176,6 +213,8 @@ class RayEvaluatorPool:
             raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
         if not ray.is_initialized():
             ray.init(address=address)
         cluster_gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -193,6 +232,7 @@ class RayEvaluatorPool:
         task_spec = canonical_spec(task_spec)
         self.task_spec = task_spec
         self.max_attempts = max_attempts
+        self.workers = workers
         self.ready_timeout_s = ready_timeout_s
         # a call's limit: the evaluator's own limits (a recycled worker restarts first) + margin
         self.call_timeout_s = startup_timeout_s + compile_timeout_s + timeout_s + 120.0
@@ -201,11 +241,12 @@ class RayEvaluatorPool:
             {"timeout_s": timeout_s, "compile_timeout_s": compile_timeout_s,
              "startup_timeout_s": startup_timeout_s, "static_check": static_check,
              **(evaluator_kwargs or {})},
-            profile, str(profile_cache_dir) if profile_cache_dir is not None else None,
+            profile, str(profile_cache_dir) if profile_cache_dir is not None else None, workers,
         )
         self._actor_class = ray.remote(EvaluatorActor).options(
-            num_gpus=1 if device == "cuda" else 0, num_cpus=actor_cpus, max_restarts=0,
-            max_concurrency=1, **({"runtime_env": runtime_env} if runtime_env else {}),
+            num_gpus=1 if device == "cuda" else 0, num_cpus=actor_cpus * workers,
+            max_restarts=0, max_concurrency=workers,
+            **({"runtime_env": runtime_env} if runtime_env else {}),
         )
         self.stats = PoolStats()
         self._lock = threading.Lock()
@@ -220,9 +261,14 @@ class RayEvaluatorPool:
             (i.get("profiler_unavailable") for i in infos if i.get("profiler_unavailable")),
             None)
         for slot in self._slots:
-            self._idle.put(slot)
+            self._free(slot)
 
     # -- actors ------------------------------------------------------------------------------
+
+    def _free(self, slot: _Slot) -> None:
+        """Offer every worker of a fresh actor to the callers."""
+        for _ in range(self.workers):
+            self._idle.put(slot)
 
     def _new_slot(self, index: int, generation: int) -> _Slot:
         handle = self._actor_class.remote(*self._actor_args)
@@ -250,10 +296,13 @@ class RayEvaluatorPool:
     def _replace(self, slot: _Slot, reason: str) -> None:
         """Kill `slot`'s actor for good and start a fresh one for its GPU in the background; it
         joins the free actors once warm (calls meanwhile go to the others)."""
+        with self._lock:
+            if slot.lost:  # another of its calls got here first (several workers)
+                return
+            slot.lost = True
+            self.stats.actors_lost += 1
         log.warning("evaluator actor %d (generation %d) lost: %s; starting a replacement",
                     slot.index, slot.generation, reason)
-        with self._lock:
-            self.stats.actors_lost += 1
         try:
             ray.kill(slot.handle, no_restart=True)
         except Exception:  # noqa: BLE001 - already gone is fine
@@ -287,7 +336,7 @@ class RayEvaluatorPool:
                     ray.kill(fresh.handle, no_restart=True)
                     return
                 self._slots[old.index] = fresh
-            self._idle.put(fresh)
+            self._free(fresh)
             return
         log.error("giving up on actor slot %d; the pool goes on with the others", old.index)
 
@@ -304,11 +353,7 @@ class RayEvaluatorPool:
             raise RuntimeError("evaluator pool is closed")
         reason = ""
         for attempt in range(self.max_attempts):
-            try:
-                slot = self._idle.get(timeout=self.ready_timeout_s)
-            except queue.Empty:
-                raise RuntimeError(f"no evaluator actor became free within "
-                                   f"{self.ready_timeout_s:g} s (all lost?)") from None
+            slot = self._next_free()
             if attempt:
                 with self._lock:
                     self.stats.requeued += 1
@@ -329,6 +374,18 @@ class RayEvaluatorPool:
             self.stats.given_up += 1
         return None, f"evaluator actor lost {self.max_attempts} times on this call ({reason})"
 
+    def _next_free(self) -> _Slot:
+        """A free worker's actor; entries of lost actors are dropped on the way."""
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            try:
+                slot = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f"no evaluator actor became free within "
+                                   f"{self.ready_timeout_s:g} s (all lost?)") from None
+            if not slot.lost:
+                return slot
+
     def evaluate(self, task_name: str, code: str, *, seed: int = 0,
                  baseline_code: str | None = None) -> EvalResult:
         """`Evaluator.evaluate` on a free actor's GPU; one `EvalResult` for every outcome."""
@@ -348,6 +405,14 @@ class RayEvaluatorPool:
             return ProfileResult(kernel_id(code), task_name, profiled=False, error=why)
         return result
 
+    def profile_many(self, task_name: str, codes: list[str]) -> list[ProfileResult]:
+        """`NcuProfiler.profile_many` (one Nsight Compute session) on a free actor's GPU."""
+        results, why = self._call("profile_many", (task_name, list(codes)))
+        if why is not None:
+            return [ProfileResult(kernel_id(c), task_name, profiled=False, error=why)
+                    for c in codes]
+        return results
+
     @property
     def profiler(self) -> RayProfiler:
         return RayProfiler(self)
@@ -365,6 +430,7 @@ class RayEvaluatorPool:
         info = dict(first.get("device_info") or {})
         info["backend"] = "ray"
         info["gpu_actors"] = len(self._slots)
+        info["workers_per_actor"] = self.workers
         info["actor_devices"] = sorted({str((s.info.get("device_info") or {})
                                             .get("device_name")) for s in self._slots})
         return info

@@ -179,3 +179,70 @@ def test_the_cli_runs_live_on_ray(tmp_path, ray_cluster, local_trace):
     assert result.exit_code == 0, result.output
     assert decisions(tmp_path / "t").equals(decisions(local_trace))
     assert load_trace(tmp_path / "t").manifests[0]["hardware"]["backend"] == "ray"
+
+
+@pytest.fixture(scope="module")
+def pool_2w(ray_cluster):
+    """One actor with two evaluator workers (a threaded actor sharing its device through a
+    `GpuLock`, as on a GPU)."""
+    with RayEvaluatorPool(TASKS, actors=1, workers=2, device="cpu", timeout_s=60,
+                          profile=False) as pool:
+        yield pool
+
+
+def test_an_actor_with_two_workers_runs_two_calls_at_once_and_gives_the_local_decisions(
+        tmp_path, pool_2w, local_trace):
+    assert pool_2w.device_info["workers_per_actor"] == 2
+    assert pool_2w._slots[0].info["workers"] == 2
+    # two calls at once are both served (by the one actor's two workers)
+    from live.tasks.registry import resolve_task
+
+    codes = {name: resolve_task("builtin", name).k0 for name in TASKS.split(",")}
+    results: dict[str, object] = {}
+    threads = [threading.Thread(target=lambda n=n: results.__setitem__(
+        n, pool_2w.evaluate(n, codes[n], seed=0))) for n in codes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert all(r.status == "ok" and r.correct for r in results.values())
+    _ray_run(tmp_path / "t", pool_2w)
+    assert validate_trace(tmp_path / "t") == []
+    assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    # profiling (unavailable on CPU) answers one value per kernel, through the batch path
+    batch = pool_2w.profile_many("softmax", list(codes.values()))
+    assert [r.profiled for r in batch] == [False, False]
+
+
+def test_a_lost_actor_with_two_workers_is_replaced_once_and_its_calls_requeued(
+        tmp_path, pool_2w, local_trace, monkeypatch):
+    killer = KillOnSubmit(pool_2w, kill_at=4)
+    monkeypatch.setattr(pool_2w, "_submit", killer)
+    before = _counts(pool_2w)
+    _ray_run(tmp_path / "t", pool_2w)
+    assert len(killer.killed) == 1
+    # one actor lost, one replacement, however many of its calls were in flight
+    assert pool_2w.stats.actors_lost == before["actors_lost"] + 1
+    assert pool_2w.stats.actors_started == before["actors_started"] + 1
+    assert pool_2w.stats.requeued >= before["requeued"] + 1
+    assert pool_2w.stats.given_up == before["given_up"]
+    steps = load_trace(tmp_path / "t").steps_df()
+    assert len(steps) == 2 * STEPS
+    assert not steps.duplicated(["task_id", "step"]).any()
+    assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    # the dead actor's other free entry was dropped: the replacement serves both workers' calls
+    assert not any(slot.lost for slot in pool_2w._slots)
+
+
+def test_workers_per_actor_follow_eval_workers_or_the_tasks_in_flight():
+    from live.backends.ray_live import actor_workers
+
+    def cfg(**kw):
+        return RunConfig(out="unused", tasks=TASKS, device=kw.pop("device", "cuda"), **kw)
+
+    assert actor_workers(cfg(in_flight=15), actors=2) == 8
+    assert actor_workers(cfg(in_flight=8), actors=2) == 4
+    assert actor_workers(cfg(in_flight=1), actors=2) == 1
+    assert actor_workers(cfg(in_flight=40), actors=1) == 8
+    assert actor_workers(cfg(in_flight=8, eval_workers=3), actors=2) == 3
+    assert actor_workers(cfg(in_flight=8, device="cpu"), actors=2) == 1
