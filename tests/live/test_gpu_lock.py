@@ -182,3 +182,58 @@ def test_idle_workers_prefer_the_one_that_last_served_the_task() -> None:
     assert idle.get(prefer="matmul") is b
     assert idle.get(prefer="attention") is a  # none served it: the longest idle
     assert idle.get(prefer="softmax") is c
+
+
+def test_timed_inputs_are_made_before_the_worker_asks_for_the_lock(tmp_path) -> None:
+    """Making big inputs is CPU work (seconds on a GPU's perf shapes): done under the shared
+    side it would hold every timing back (NOTE D61), so it happens before the first request."""
+    import dataclasses
+
+    from live.evaluator.run_candidate import CandidateRunner
+    from live.evaluator.task_source import resolve_task
+    from live.evaluator.worker import _device_info
+    from tests.live.fixtures.candidates.tiny_tasks import HERE, SPEC
+
+    events: list[str] = []
+    task = resolve_task(SPEC, "vadd")
+
+    def make_inputs(shape: dict, seed: int, device: str) -> tuple:
+        events.append(f"make N={shape['N']} seed={seed}")
+        return task.make_inputs(shape, seed, device)
+
+    runner = CandidateRunner("cpu", _device_info("cpu"))
+    runner._tasks[(SPEC, "vadd")] = dataclasses.replace(task, make_inputs=make_inputs)
+
+    def await_turn(kind: str) -> bool:
+        events.append(kind)
+        return True
+
+    request = {"op": "evaluate", "task_spec": SPEC, "task_name": "vadd", "seed": 7,
+               "n_seeds": 2, "code": (HERE / "vadd_good.py").read_text(),
+               "baseline_code": None, "timing": {}, "exclusive_timing": True}
+    response = runner.evaluate(request, tmp_path, on_compiled=lambda: events.append("compiled"),
+                               await_turn=await_turn)
+    assert response["status"] == "ok", response
+    timed = [f"make N={s['N']} seed=7" for s in task.cpu_shapes]  # CPU: timed on seed 7
+    shared = events.index("shared")
+    assert all(events.index(e) < shared for e in timed), events
+    assert events.index("compiled") < shared < events.index("timing")
+    # made once each: the checks and the timing reuse them from the worker's cache
+    assert all(events.count(e) == 1 for e in timed), events
+
+
+def test_input_cache_keep_false_and_ensure() -> None:
+    import torch
+
+    from live.evaluator.run_candidate import InputCache
+
+    cache = InputCache(max_bytes=10_000)
+    made: list[str] = []
+    one = cache.get(("test", 1), lambda: made.append("t") or (torch.zeros(10),), keep=False)
+    assert cache.held == 0 and one[0].numel() == 10  # made and handed out, not kept
+    cache.ensure(("perf",), lambda: made.append("p") or (torch.ones(100),))
+    cache.ensure(("perf",), lambda: made.append("p") or (torch.ones(100),))
+    assert made == ["t", "p"] and cache.held == 400
+    copy = cache.get(("perf",), lambda: made.append("p") or (torch.ones(100),))
+    copy[0].zero_()  # a clone: the kept inputs stay pristine
+    assert made == ["t", "p"] and torch.equal(cache.get(("perf",), tuple)[0], torch.ones(100))
