@@ -38,6 +38,7 @@ from typing import Any
 import ray
 
 from live.evaluator import EvalResult, Evaluator, kernel_id
+from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.result import failure
 from live.evaluator.task_source import canonical_spec
@@ -250,7 +251,9 @@ class RayEvaluatorPool:
         )
         self.stats = PoolStats()
         self._lock = threading.Lock()
-        self._idle: queue.Queue[_Slot] = queue.Queue()
+        # free places on actors, each tagged with the task it served last: a task's next
+        # candidate goes back to the actor whose workers hold its inputs when it can
+        self._idle: AffinityQueue[_Slot] = AffinityQueue()
         self._closed = False
         self._starting: dict[int, _Slot] = {}  # replacements not yet warm, by slot index
         self._replacers: list[threading.Thread] = []
@@ -347,13 +350,14 @@ class RayEvaluatorPool:
         return getattr(slot.handle, method).remote(*args)
 
     def _call(self, method: str, args: tuple) -> tuple[Any, str | None]:
+        # every call's first argument is the task's name
         """Run `method` on a free actor, moving to another when the actor is lost; (result,
         None), or (None, why) after `max_attempts` lost actors."""
         if self._closed:
             raise RuntimeError("evaluator pool is closed")
         reason = ""
         for attempt in range(self.max_attempts):
-            slot = self._next_free()
+            slot = self._next_free(prefer=args[0])
             if attempt:
                 with self._lock:
                     self.stats.requeued += 1
@@ -367,19 +371,21 @@ class RayEvaluatorPool:
             else:
                 with self._lock:
                     self.stats.calls += 1
-                self._idle.put(slot)
+                self._idle.put(slot, args[0])
                 return result, None
             self._replace(slot, reason)
         with self._lock:
             self.stats.given_up += 1
         return None, f"evaluator actor lost {self.max_attempts} times on this call ({reason})"
 
-    def _next_free(self) -> _Slot:
-        """A free worker's actor; entries of lost actors are dropped on the way."""
+    def _next_free(self, prefer: str | None = None) -> _Slot:
+        """A free worker's actor, preferably one that served task `prefer` last; entries of
+        lost actors are dropped on the way."""
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
             try:
-                slot = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+                slot = self._idle.get(prefer=prefer,
+                                      timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise RuntimeError(f"no evaluator actor became free within "
                                    f"{self.ready_timeout_s:g} s (all lost?)") from None

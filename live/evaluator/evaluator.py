@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, fields
 from typing import Any
 
+from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.hashing import kernel_id
 from live.evaluator.result import EvalResult, failure
@@ -38,28 +39,6 @@ def resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-class _IdleWorkers:
-    """Idle workers; `get(prefer=task)` hands out one that last served `task` when there is one,
-    so a worker's cached inputs of that task (large, on the GPU) are used again."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._workers: list[tuple[WorkerProcess, str | None]] = []
-
-    def put(self, worker: WorkerProcess, last_task: str | None = None) -> None:
-        with self._cond:
-            self._workers.append((worker, last_task))
-            self._cond.notify()
-
-    def get(self, prefer: str | None = None) -> WorkerProcess:
-        with self._cond:
-            while not self._workers:
-                self._cond.wait()
-            index = next((i for i, (_, task) in enumerate(self._workers)
-                          if prefer is not None and task == prefer), 0)
-            return self._workers.pop(index)[0]
 
 
 class Evaluator:
@@ -114,7 +93,7 @@ class Evaluator:
         self.static_check = static_check
         self.gpu_lock = gpu_lock
         self.n_workers = workers
-        self._idle = _IdleWorkers()
+        self._idle: AffinityQueue[WorkerProcess] = AffinityQueue()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
         self._closed = False

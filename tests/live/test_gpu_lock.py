@@ -172,9 +172,9 @@ def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
 
 
 def test_idle_workers_prefer_the_one_that_last_served_the_task() -> None:
-    from live.evaluator.evaluator import _IdleWorkers
+    from live.evaluator.affinity import AffinityQueue
 
-    idle = _IdleWorkers()
+    idle: AffinityQueue[object] = AffinityQueue()
     a, b, c = object(), object(), object()
     idle.put(a, "softmax")
     idle.put(b, "matmul")
@@ -182,6 +182,10 @@ def test_idle_workers_prefer_the_one_that_last_served_the_task() -> None:
     assert idle.get(prefer="matmul") is b
     assert idle.get(prefer="attention") is a  # none served it: the longest idle
     assert idle.get(prefer="softmax") is c
+    import queue
+
+    with pytest.raises(queue.Empty):
+        idle.get(timeout=0.05)  # nothing free
 
 
 def test_timed_inputs_are_made_before_the_worker_asks_for_the_lock(tmp_path) -> None:

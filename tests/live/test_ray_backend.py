@@ -246,3 +246,23 @@ def test_workers_per_actor_follow_eval_workers_or_the_tasks_in_flight():
     assert actor_workers(cfg(in_flight=40), actors=1) == 8
     assert actor_workers(cfg(in_flight=8, eval_workers=3), actors=2) == 3
     assert actor_workers(cfg(in_flight=8, device="cpu"), actors=2) == 1
+
+
+def test_a_task_goes_back_to_the_actor_that_served_it_and_lost_entries_are_dropped():
+
+    from live.backends.ray_pool import _Slot
+    from live.evaluator.affinity import AffinityQueue
+
+    pool = object.__new__(RayEvaluatorPool)  # only the free-place bookkeeping
+    pool._idle = AffinityQueue()
+    pool.ready_timeout_s = 0.05
+    a, b = _Slot(0, handle=None), _Slot(1, handle=None)
+    pool._idle.put(a, "softmax")
+    pool._idle.put(b, "transpose")
+    pool._idle.put(b, "transpose")
+    assert pool._next_free(prefer="transpose") is b  # its inputs are on b's workers
+    b.lost = True
+    assert pool._next_free(prefer="transpose") is a  # b's last entry is dropped on the way
+    assert len(pool._idle) == 0
+    with pytest.raises(RuntimeError, match="no evaluator actor became free"):
+        pool._next_free()
