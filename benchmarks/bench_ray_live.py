@@ -79,6 +79,25 @@ def warm_up_policy(policy: str) -> float:
     return time.perf_counter() - started
 
 
+PHASES = ("eval_latency_s", "compile_s", "check_s", "timing_s", "worker_overhead_s")
+
+
+def phase_summary(results: list) -> dict[str, dict[str, float]]:
+    """Median, 90th percentile and sum of each evaluation phase (seconds, inside the actors),
+    so that where the time goes can be read from the results file."""
+    import numpy as np
+
+    summary = {}
+    for name in PHASES:
+        values = np.array([getattr(r, name) for r in results if getattr(r, name) is not None],
+                          dtype=float)
+        if values.size:
+            summary[name] = {"median": float(np.median(values)),
+                             "p90": float(np.percentile(values, 90)),
+                             "sum": float(values.sum()), "n": int(values.size)}
+    return summary
+
+
 def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> dict:
     from kbsim.trace.reader import load_trace
     from live.backends.ray_pool import RayEvaluatorPool
@@ -100,6 +119,15 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
                        seed=args.seed, device=args.device, profile="off",
                        in_flight=args.in_flight, eval_timeout_s=args.eval_timeout,
                        max_wall_s=args.max_wall)
+    results: list = []
+    evaluate = pool.evaluate
+
+    def recording_evaluate(*a, **kw):  # keeps every EvalResult for the phase summary
+        result = evaluate(*a, **kw)
+        results.append(result)
+        return result
+
+    pool.evaluate = recording_evaluate  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=pool,
@@ -122,12 +150,16 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
         "attempts_per_s": len(steps) / wall_s,
         "evaluations_per_s": stats["calls"] / wall_s,
         "pool_stats": stats,
+        "phases_s": phase_summary(results),
     }
     print(f"actors={n_actors} x {args.workers} workers  attempts={row['attempts']}  "
           f"evaluations={row['evaluations']}  "
           f"wall={wall_s:.1f} s  attempts/s={row['attempts_per_s']:.3f}  "
           f"evaluations/s={row['evaluations_per_s']:.3f}  (actors warm in {warm_s:.1f} s)",
           flush=True)
+    print("  median s per evaluation: " + "  ".join(
+        f"{k.removesuffix('_s')}={v['median']:.2f}" for k, v in row["phases_s"].items()),
+        flush=True)
     return row
 
 
