@@ -25,22 +25,28 @@ from live.runner.runner import LiveRunner, RunResult
 log = logging.getLogger(__name__)
 
 
-def actor_workers(config: RunConfig, actors: int | None, address: str | None = None) -> int:
+def actor_workers(config: RunConfig, actors: int | None, address: str | None = None, *,
+                  cluster: dict[str, float] | None = None) -> int:
     """Evaluator workers per GPU actor: ``config.eval_workers`` when set; else one on CPU, and
     on GPUs enough to fill the tasks in flight (``ceil(in_flight / actors)``, at most 8, the
-    local runner's cap). Starts or joins Ray to count the cluster's GPUs when `actors` is None.
+    local runner's cap, and at most the cluster's CPUs per actor: each worker reserves a CPU, so
+    more would leave actors unscheduled). `cluster`: Ray's cluster resources (default: asked
+    for, starting or joining Ray at `address`).
     """
     if config.eval_workers:
         return config.eval_workers
     if config.device == "cpu":
         return 1
-    if actors is None:
+    if cluster is None:
         if not ray.is_initialized():
             ray.init(address=address)
-        actors = int(ray.cluster_resources().get("GPU", 0))
+        cluster = ray.cluster_resources()
+    if actors is None:
+        actors = int(cluster.get("GPU", 0))
         if actors < 1:
             return 1  # device auto on a cluster without GPUs: the pool runs one CPU actor
-    return max(1, min(8, -(-config.in_flight // actors)))
+    per_actor_cpus = int(cluster.get("CPU", 0) // actors) or 1
+    return max(1, min(8, -(-config.in_flight // actors), per_actor_cpus))
 
 
 def run_live_ray(

@@ -240,12 +240,16 @@ def test_workers_per_actor_follow_eval_workers_or_the_tasks_in_flight():
     def cfg(**kw):
         return RunConfig(out="unused", tasks=TASKS, device=kw.pop("device", "cuda"), **kw)
 
-    assert actor_workers(cfg(in_flight=15), actors=2) == 8
-    assert actor_workers(cfg(in_flight=8), actors=2) == 4
-    assert actor_workers(cfg(in_flight=1), actors=2) == 1
-    assert actor_workers(cfg(in_flight=40), actors=1) == 8
-    assert actor_workers(cfg(in_flight=8, eval_workers=3), actors=2) == 3
-    assert actor_workers(cfg(in_flight=8, device="cpu"), actors=2) == 1
+    big = {"GPU": 2.0, "CPU": 32.0}
+    assert actor_workers(cfg(in_flight=15), actors=2, cluster=big) == 8
+    assert actor_workers(cfg(in_flight=8), actors=2, cluster=big) == 4
+    assert actor_workers(cfg(in_flight=1), actors=2, cluster=big) == 1
+    assert actor_workers(cfg(in_flight=40), actors=1, cluster=big) == 8
+    assert actor_workers(cfg(in_flight=15), actors=None, cluster=big) == 8  # one per GPU
+    # 8 GPUs, 24 CPUs: 3 workers each, or some actors would never be scheduled
+    assert actor_workers(cfg(in_flight=64), actors=None, cluster={"GPU": 8, "CPU": 24}) == 3
+    assert actor_workers(cfg(in_flight=8, eval_workers=3), actors=2, cluster=big) == 3
+    assert actor_workers(cfg(in_flight=8, device="cpu"), actors=2, cluster=big) == 1
 
 
 def test_a_task_goes_back_to_the_actor_that_served_it_and_lost_entries_are_dropped():
