@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim.policies._branchless import select_unpredictable
 from kbsim.policies._kmeans import (
     kmeanspp_seed_dist,
     lloyd_dist,
@@ -361,11 +362,12 @@ def choose_parent_v2(fparams, state, pool, c, s, rng):
         return state.pc_fast[c, dim], 1.0
     total = state.pc_tot[c, dim]
     u = rand_uniform(rng) * total
-    pick = m - 1
-    for j in range(m):
-        if u < state.pc_cum[c, dim, j]:
-            pick = j
-            break
+    # the weights are >= 0, so cum is non-decreasing and the first j with u < cum[j] (else
+    # m - 1) is the number of j < m - 1 with cum[j] <= u: counted without a branch (an early
+    # exit is a coin flip for the branch predictor) in a loop LLVM vectorises
+    pick = 0
+    for j in range(m - 1):
+        pick += state.pc_cum[c, dim, j] <= u
     return state.members[c, pick], state.pc_w[c, dim, pick] / total
 
 
@@ -388,10 +390,12 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
 @njit(cache=True, _nrt=False, inline="always")
 def v2_reward(parent_ms, child_ms, success) -> float:
     """r = max(0, (T(parent) - T(child)) / T(parent)); failures (or unusable times) give 0."""
-    if not success or not parent_ms > 0.0 or not child_ms == child_ms:
+    if not parent_ms > 0.0 or not child_ms == child_ms:
         return 0.0
     r = (parent_ms - child_ms) / parent_ms
-    return r if r > 0.0 else 0.0
+    # one select, no branch: success and the sign of r are coin flips for the branch predictor,
+    # and a mispredicted branch on r would wait for the division
+    return select_unpredictable(bool(success) & (r > 0.0), r, 0.0)
 
 
 @njit(cache=True, _nrt=False, inline="always")
