@@ -22,12 +22,18 @@ import argparse
 import math
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
-import numpy as np
-from numba import njit
+# measure the kbsim of the tree this script lives in (a `git worktree` of an older commit, say),
+# not whichever checkout the virtualenv has installed in editable mode
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kbsim.policies import (
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from kbsim.policies import (  # noqa: E402
     copy_pool,
     copy_state,
     new_pool,
@@ -39,8 +45,14 @@ from kbsim.policies import (
     update,
     update_inline,
 )
-from kbsim.policies.reference import select_ref, update_ref
-from kbsim.rng import new_rng, py_rand_normal, py_rand_uniform, rand_normal, rand_uniform
+from kbsim.policies.reference import select_ref, update_ref  # noqa: E402
+from kbsim.rng import (  # noqa: E402
+    new_rng,
+    py_rand_normal,
+    py_rand_uniform,
+    rand_normal,
+    rand_uniform,
+)
 
 CORE_SPEC = "kernelband-v2:tau=1000000"
 EPISODE_SPEC = "kernelband-v2"
