@@ -34,7 +34,8 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 @click.option("--eval-workers", type=int, default=None,
               help="Evaluator processes: they compile and check side by side, and time one at "
               "a time [GPU: one per task in flight, at most 8; CPU: 1]. With --backend ray: "
-              "per GPU actor [ceil(in-flight / actors), at most 8].")
+              "per GPU actor [ceil(in-flight / actors), at most 8 and the cluster's CPUs per "
+              "GPU].")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Stop starting attempts after this many seconds.")
 @click.option("--eval-timeout", "eval_timeout_s", type=float, default=None,

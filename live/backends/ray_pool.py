@@ -30,7 +30,6 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +82,8 @@ class EvaluatorActor:
         return self.evaluator.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
 
     def _device_alone(self) -> Any:
-        return self.gpu_lock.exclusive() if self.gpu_lock is not None else _nothing()
+        return (self.gpu_lock.exclusive() if self.gpu_lock is not None
+                else contextlib.nullcontext())
 
     def profile(self, task_name: str, code: str) -> ProfileResult:
         if self.profiler is None:
@@ -102,11 +102,6 @@ class EvaluatorActor:
 
     def close(self) -> None:
         self.evaluator.close()
-
-
-@contextlib.contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def _usable_dir(path: str | None) -> str | None:

@@ -151,18 +151,20 @@ class CandidateRunner:
         self._inputs = InputCache(input_cache_bytes)
         self._spec = ""
 
+    def _input_key(self, task: Any, shape: dict[str, int], seed: int) -> tuple:
+        return (self._spec, task.name, tuple(sorted(shape.items())), seed)
+
     def _make_inputs(self, task: Any, shape: dict[str, int], seed: int) -> tuple:
-        key = (self._spec, task.name, tuple(sorted(shape.items())), seed)
         # on a GPU only the perf shapes' inputs (one fixed seed, NOTE D50) come back: the test
         # shapes' seeds change with every candidate, and keeping them would push the big perf
         # inputs out of the cache. On CPU the timed inputs are the first check seed's, so keep.
         keep = self.device != "cuda" or seed == PERF_SEED
-        return self._inputs.get(key, lambda: task.make_inputs(shape, seed, self.device),
-                                keep=keep)
+        return self._inputs.get(self._input_key(task, shape, seed),
+                                lambda: task.make_inputs(shape, seed, self.device), keep=keep)
 
     def _prefetch_inputs(self, task: Any, shape: dict[str, int], seed: int) -> None:
-        key = (self._spec, task.name, tuple(sorted(shape.items())), seed)
-        self._inputs.ensure(key, lambda: task.make_inputs(shape, seed, self.device))
+        self._inputs.ensure(self._input_key(task, shape, seed),
+                            lambda: task.make_inputs(shape, seed, self.device))
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -255,6 +257,7 @@ class CandidateRunner:
         # them (InputCache) instead of rebuilding hundreds of MB per attempt; the varying seeds
         # of the test shapes still catch candidates that memorize outputs.
         plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
+        timed_seed = PERF_SEED if dev == "cuda" else seed  # CPU: the first check seed's inputs
         if dev == "cuda":
             plan += [(s, PERF_SEED) for s in timed_shapes]
         started = time.perf_counter()
@@ -271,7 +274,7 @@ class CandidateRunner:
             # worker's timing (milliseconds of PCIe traffic).
             started = time.perf_counter()
             for shape in timed_shapes:
-                self._prefetch_inputs(task, shape, PERF_SEED if dev == "cuda" else seed)
+                self._prefetch_inputs(task, shape, timed_seed)
             inputs_s = time.perf_counter() - started  # counted in check_s, where it was before
         else:
             inputs_s = 0.0
@@ -310,7 +313,7 @@ class CandidateRunner:
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None
         for shape in timed_shapes:
-            inputs = self._make_inputs(task, shape, PERF_SEED if dev == "cuda" else seed)
+            inputs = self._make_inputs(task, shape, timed_seed)
             refs = as_tuple(task.reference(*inputs))
             footprint = float(sum(x.numel() * x.element_size()
                                   for x in (*inputs, *refs) if isinstance(x, torch.Tensor)))
