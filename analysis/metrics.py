@@ -2,8 +2,8 @@
 
 A *run* is one (policy, run_id, task) of a trace, or one (policy, env, task, seed) of a replay.
 
-- **Correct %**: share of runs that produced at least one correct kernel (traces only: a replay
-  starts from the task's correct k0, so it is not defined there and reported as NaN).
+- **Correct %**: share of runs that produced at least one correct kernel (for replays: at least
+  one successful attempt; the starting kernel k0 does not count).
 - **Fast@1**: share of runs whose best correct kernel beats the reference (speedup > 1; for
   replays, the speedup is relative to k0).
 - **Geomean speedup**: geometric mean of the best speedup over runs with a correct kernel.
@@ -75,16 +75,18 @@ def trace_metrics(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def results_metrics(results: pd.DataFrame) -> pd.DataFrame:
-    """Per (policy, env): runs, Correct % (NaN), Fast@1 % vs k0, geomean final speedup, cost."""
-    last = results.sort_values("step").groupby(
-        ["policy", "env", "task_id", "seed"], sort=True).tail(1)
+    """Per (policy, env): runs, Correct %, Fast@1 % vs k0, geomean final speedup, cost."""
+    keys = ["policy", "env", "task_id", "seed"]
+    last = results.sort_values("step").groupby(keys, sort=True).tail(1)
+    any_ok = results.groupby(keys, sort=True)["success"].any()
+    last = last.join(any_ok.rename("any_ok"), on=keys)
     rows = []
     for (policy, env), part in last.groupby(["policy", "env"], sort=True):
         rows.append({
             "policy": policy,
             "env": env,
             "runs": int(len(part)),
-            "correct_pct": float("nan"),
+            "correct_pct": 100.0 * float(part["any_ok"].mean()),
             "fast1_pct": 100.0 * float((part["best_speedup"] > 1.0).mean()),
             "geomean_speedup": geomean(part["best_speedup"]),
             "mean_attempts": float(part["step"].mean() - results["step"].min() + 1),

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +18,18 @@ import pandas as pd
 
 from analysis import metrics, plots
 from analysis.inputs import TRACE, AnalysisInput, load_input
-from analysis.regret import regret_bands, unit_curves
-from analysis.slopes import classify_growth, fit_slope, v1_bound
+from analysis.plots_verdict import verdict_figure
+from analysis.regret import UnitCurves, regret_bands, unit_curves
+from analysis.slopes import classify_growth, fit_slope, growth_verdict, v1_bound
 from analysis.task_speedups import task_speedup_table, task_speedup_wide
 from analysis.trace_features import covering_tables, lipschitz_table, validity_tables
+from analysis.verdict import (
+    final_runs,
+    question_text,
+    span_text,
+    verdict_sentences,
+    verdict_table,
+)
 from kbsim.strategies import N_STRATEGIES
 
 
@@ -34,6 +43,9 @@ class Analysis:
     figures: dict[str, bytes] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: what the verdict answers (analysis.verdict.question_text's keys) and its sentences
+    question: dict[str, Any] = field(default_factory=dict)
+    verdict: list[str] = field(default_factory=list)
 
 
 def clusters_of(policy: str, default: int = 3) -> int:
@@ -42,10 +54,30 @@ def clusters_of(policy: str, default: int = 3) -> int:
     return int(match.group(1)) if match else default
 
 
+def _comparator_drift(part: pd.DataFrame, env: str, curves: UnitCurves,
+                      t_min: float) -> tuple[float, float]:
+    """Rise of the best arm's mean over [t_min, T] and the mean per-step regret there."""
+    regret = curves.values.mean(axis=0)
+    t = curves.t
+    start = int(np.searchsorted(t, t_min))
+    span = float(t[-1] - t[start])
+    per_step = float(regret[-1] - regret[start]) / span if span > 0 else float("nan")
+    best = part[np.isfinite(part["best_mean"].to_numpy(dtype=np.float64, na_value=np.nan))]
+    if best.empty:
+        return 0.0, per_step
+    comp = unit_curves(best, value="best_mean", env=env)
+    mean_best = comp.values.mean(axis=0)
+    j0 = min(int(np.searchsorted(comp.t, t_min)), len(mean_best) - 1)
+    return float(mean_best[-1] - mean_best[j0]), per_step
+
+
 def slope_table(
     results: pd.DataFrame, *, rng: np.random.Generator, n_boot: int
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Per (policy, env): log-log slope (raw, and with sqrt(ln t) divided out), growth, bound."""
+    """Per (policy, env): log-log slope (raw, and with sqrt(ln t) divided out), the growth
+    verdict (``growth``: a rate only where the horizon can tell rates apart, else
+    "inconclusive"; ``growth_reason`` says why), the best-fitting shape (``growth_fit``) and
+    the v1 bound."""
     rows, notes = [], []
     finite = results[np.isfinite(results["cum_regret"].to_numpy(dtype=np.float64,
                                                                  na_value=np.nan))]
@@ -60,17 +92,66 @@ def slope_table(
         growth = classify_growth(curves.t, curves.values.mean(axis=0))
         t_end = float(curves.t[-1])
         r_end = float(curves.values[:, -1].mean())
-        bound = float(v1_bound(np.array([t_end]), clusters_of(str(policy)), N_STRATEGIES)[0])
+        n_clusters = clusters_of(str(policy))
+        n_arms = n_clusters * N_STRATEGIES
+        rise, per_step = _comparator_drift(part, str(env), curves, raw.t_min)
+        verdict = growth_verdict(raw, growth, horizon=t_end, n_arms=n_arms,
+                                 comparator_rise=rise, regret_per_step=per_step)
+        bound = float(v1_bound(np.array([t_end]), n_clusters, N_STRATEGIES)[0])
         rows.append({
             "policy": policy, "env": env, "unit": curves.unit, "n_units": curves.n_units,
             "t_min": raw.t_min, "t_max": raw.t_max, "slope": raw.slope, "ci_low": raw.ci_low,
             "ci_high": raw.ci_high, "slope_sqrt_ln_removed": corrected.slope,
             "ci_low_sqrt_ln_removed": corrected.ci_low,
-            "ci_high_sqrt_ln_removed": corrected.ci_high, "growth": growth.kind,
+            "ci_high_sqrt_ln_removed": corrected.ci_high, "growth": verdict.kind,
+            "growth_reason": verdict.reason, "growth_fit": growth.kind, "n_arms": n_arms,
+            "pulls_per_arm": t_end / n_arms, "comparator_rise": rise,
             "log_coef": growth.log_coef, "regret_at_T": r_end, "v1_bound_at_T": bound,
             "regret_over_bound": r_end / bound if bound > 0 else float("nan"),
         })
     return pd.DataFrame(rows), notes
+
+
+def _manifest(source: str) -> dict[str, Any]:
+    """The manifest of the trace a replay read, where that path still holds one."""
+    path = Path(source) / "manifest.json"
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def trace_question(manifest: dict[str, Any]) -> dict[str, Any]:
+    """GPU and proposer of a trace manifest, as question keys (absent ones left out)."""
+    hardware = manifest.get("hardware") or {}
+    proposer = manifest.get("proposer") or {}
+    out: dict[str, Any] = {}
+    gpu = hardware.get("gpu_name") or hardware.get("gpu")
+    if gpu:
+        out["gpu"] = str(gpu)
+    if proposer.get("kind"):
+        model = proposer.get("model")
+        out["proposer"] = f"{proposer['kind']}{f' ({model})' if model else ''}"
+    return out
+
+
+def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any]:
+    """What a replay compared: policies, environments, trace, GPU, proposer, tasks, T, seeds."""
+    replay = params.get("_replay") or {}
+    question: dict[str, Any] = {
+        "policies": list(dict.fromkeys(replay.get("policies") or sorted(res["policy"].unique()))),
+        "envs": [e for e in ("tape", "fitted", "synthetic") if e in set(res["env"])]
+                + sorted(set(res["env"]) - {"tape", "fitted", "synthetic"}),
+        "tasks": int(res["task_id"].nunique()),
+        "steps": int(res["step"].max() - res["step"].min() + 1),
+        "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
+    }
+    sources = sorted({str(e.get("source")) for e in replay.get("envs", []) if e.get("source")})
+    if sources:
+        question["trace"] = ", ".join(sources)
+        question.update(trace_question(_manifest(sources[0])))
+    return question
 
 
 def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int) -> Analysis:
@@ -81,6 +162,13 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int)
                    "environments": sorted(res["env"].unique()),
                    "tasks": int(res["task_id"].nunique()), "seeds": int(res["seed"].nunique()),
                    "steps": int(res["step"].max() - res["step"].min() + 1)}
+    out.question = results_question(res, inp.params)
+    verdict, notes = verdict_table(final_runs(res), rng=rng, n_boot=max(n_boot, 200))
+    out.tables["verdict"] = verdict
+    out.verdict = verdict_sentences(verdict)
+    if not verdict.empty:
+        out.figures["verdict"] = plots.to_png(verdict_figure(verdict))
+    out.notes += notes
     out.tables["metrics"] = metrics.results_metrics(res)
     out.tables["task_speedups"] = task_speedup_table(res)
     out.tables["task_speedups_wide"] = task_speedup_wide(out.tables["task_speedups"])
@@ -175,6 +263,23 @@ def markdown_table(frame: pd.DataFrame, *, max_rows: int = 60, digits: int = 4) 
     return "\n".join([head, rule, *body, *more])
 
 
+def verdict_markdown(analysis: Analysis) -> str:
+    """The verdict section of tables.md: the question, the sentences, the ranking table."""
+    lines = ["## Verdict", ""]
+    if analysis.question:
+        lines += [question_text(analysis.question), ""]
+    lines += [f"- {s}" for s in analysis.verdict]
+    table = analysis.tables.get("verdict")
+    if table is not None and not table.empty:
+        view = table[["env", "rank", "policy", "geomean_speedup", "ci_low", "ci_high",
+                      "in_words"]]
+        lines += ["", "Geometric-mean best speedup over k0 at the last step, 95 % two-stage "
+                  "bootstrap intervals (tasks, then seeds); ratios to the best are paired over "
+                  "(task, seed). All columns in verdict.csv.", "",
+                  markdown_table(view, max_rows=200)]
+    return "\n".join(lines) + "\n"
+
+
 #: long tables that go to CSV only (their Markdown would be pages of numbers)
 CSV_ONLY = {"regret_bands", "speedup_curves", "covering_curves", "cluster_validity_per_task",
             "pool_runs", "task_speedups", "sim2real_curves"}
@@ -186,11 +291,13 @@ def write_analysis(analysis: Analysis, out_dir: str | Path) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     written = []
     sections = [f"# kernelband analysis of `{analysis.source}` ({analysis.kind})\n"]
+    if analysis.verdict:
+        sections.append(verdict_markdown(analysis))
     for name, table in analysis.tables.items():
         path = root / f"{name}.csv"
         table.to_csv(path, index=False)
         written.append(path)
-        if name not in CSV_ONLY:
+        if name not in CSV_ONLY and name != "verdict":
             sections.append(f"## {name}\n\n{markdown_table(table)}\n")
     if analysis.notes:
         sections.append("## notes\n\n" + "\n".join(f"- {n}" for n in analysis.notes) + "\n")

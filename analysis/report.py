@@ -9,35 +9,20 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.inputs import load_input
 from analysis.pipeline import Analysis, analyze_input
+from analysis.report_verdict import params_html, verdict_html
 
 #: section id -> (title, how to read it, figures, tables)
 SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
-    ("metrics", "Paper-style metrics",
-     "One row per policy. <b>Correct %</b>: runs with at least one correct kernel. <b>Fast@1</b>: "
-     "runs whose best correct kernel beats the reference (for replays: beats the task's starting "
-     "kernel k0). <b>Geomean speedup</b>: geometric mean of each run's best speedup. Higher is "
-     "better in all three; compare policies at equal attempts and cost.",
-     [], ["metrics"]),
-    ("task_speedups", "Per-task best speedup in replay",
-     "For each policy and replay environment (rows) and task (columns): the geometric mean over "
-     "seeds of the best speedup over the task's starting kernel k0 at the last step, with its "
-     "95 % interval (normal approximation on log speedups). On a tape the seeds vary the "
-     "policy's and the tape draws' randomness over one recorded dataset: the interval does not "
-     "include the variability of recording the trace again. Per-seed quantiles are in "
-     "task_speedups.csv.",
-     [], ["task_speedups_wide"]),
     ("sim2real", "Sim-to-real",
      "Does replay predict a real run? The policy of a live run (the policy trace) was replayed "
      "on the exploration trace for many seeds; per task, the black line is the real run's best "
@@ -51,14 +36,38 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
      "faithful replay's mean abs log gap is about 0.1 and a wrong one's about 0.3 "
      "(docs/benchmarks.md).",
      ["sim2real"], ["sim2real"]),
+    ("metrics", "Paper-style metrics",
+     "One row per policy. <b>Correct %</b>: runs with at least one correct kernel (for "
+     "replays: at least one successful attempt; k0 does not count). <b>Fast@1</b>: "
+     "runs whose best correct kernel beats the reference (for replays: beats the task's starting "
+     "kernel k0). <b>Geomean speedup</b>: geometric mean of each run's best speedup. Higher is "
+     "better in all three; compare policies at equal attempts and cost.",
+     [], ["metrics"]),
+    ("task_speedups", "Per-task best speedup in replay",
+     "For each policy and replay environment (rows) and task (columns): the geometric mean over "
+     "seeds of the best speedup over the task's starting kernel k0 at the last step, with its "
+     "95 % interval (normal approximation on log speedups). On a tape the seeds vary the "
+     "policy's and the tape draws' randomness over one recorded dataset: the interval does not "
+     "include the variability of recording the trace again. Per-seed quantiles are in "
+     "task_speedups.csv.",
+     [], ["task_speedups_wide"]),
     ("regret", "Regret",
-     "Cumulative pseudo-regret is the reward lost to not always playing the best arm; lower is "
-     "better. Bands are 95 % bootstrap intervals of the mean over independent units (seeds, or "
-     "tasks for tape replays). On log-log axes a straight line of slope b means R(t) ∝ t^b: "
-     "b ≈ 1 is linear (no learning), 0.5 is the minimax rate, and a curve that keeps bending "
-     "down is logarithmic. The dashed line is v1's stated bound K·|S|·√(8 T ln T); being far "
-     "below it is expected (the bound is loose), crossing it would contradict the theorem. The "
-     "normalised curves go flat under the growth rate named in their title.",
+     "The regret here is replay's <b>pseudo-regret</b>: at each step, the mean reward of the "
+     "best (kernel, strategy) arm of the current pool minus that of the arm played, summed "
+     "over steps (arm means: the recorded tapes' averages on a tape, the fitted model's on "
+     "fitted, the planted truth on synthetic); lower is better. Bands are 95 % bootstrap "
+     "intervals of the mean over independent units (seeds, or tasks for tape replays). On "
+     "log-log axes a straight line of slope b means R(t) ∝ t^b: b ≈ 1 is linear (no "
+     "learning), 0.5 is the minimax rate, and a curve that keeps bending down is logarithmic. "
+     "<b>A growth rate is named only where the horizon can tell rates apart</b>: T at least "
+     "10 pulls per (cluster, strategy) arm (T ≥ 180 for 18 arms), a comparator that does not "
+     "drift, and a slope interval entirely above or below 0.9; otherwise the verdict is "
+     "<i>inconclusive</i>, with the reason. In a growing pool the best arm improves as better "
+     "kernels join, so per-step regret can rise with t: that, not a policy that learns "
+     "nothing, is what a slope above 1 reflects. The dashed line is v1's stated bound "
+     "K·|S|·√(8 T ln T); being far below it is expected (the bound is loose), crossing it "
+     "would contradict the theorem. The normalised curves divide R(t) by √(t ln t) and by "
+     "ln t: they go flat under those rates.",
      ["regret", "regret_normalised", "regret_slopes"], ["regret_slopes"]),
     ("pool", "Clusters versus pool size",
      "The paper's central claim: with K clusters fixed, clustered KernelBand's regret should not "
@@ -124,43 +133,52 @@ def _img(png: bytes, alt: str) -> str:
 _ALL_ROWS = {"task_speedups_wide": 400}
 
 
+def empty_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns with no value in any row (all null, NaN or blank)."""
+    empty = []
+    for name in frame.columns:
+        values = frame[name]
+        blank = values.isna() | values.astype(str).str.strip().eq("")
+        if len(frame) and bool(blank.all()):
+            empty.append(str(name))
+    return empty
+
+
 def _table(frame: pd.DataFrame, max_rows: int = 40) -> str:
-    shown = frame.head(max_rows)
+    # a column with nothing in it says nothing: leave it out and say so
+    empty = empty_columns(frame)
+    shown = frame.drop(columns=empty).head(max_rows)
     text = shown.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.4g}",
                          escape=True)
     more = (f"<p class='notes'>First {max_rows} of {len(frame)} rows; all in the CSV written "
             f"by <code>kernelband analyze</code>.</p>" if len(frame) > max_rows else "")
+    if empty:
+        more += (f"<p class='notes'>Left out, empty for every row here: "
+                 f"{html.escape(', '.join(empty))}.</p>")
     return f"<div class='tablewrap'>{text}</div>{more}"
 
 
-def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts become 'outer › inner' keys, so long parameter sets read as rows."""
-    flat: dict[str, Any] = {}
-    for key, value in mapping.items():
-        name = f"{prefix} › {key}" if prefix else str(key)
-        if isinstance(value, dict) and value:
-            flat.update(_flatten(value, name))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _kv(mapping: dict[str, Any]) -> str:
-    rows = []
-    for key, value in _flatten(mapping).items():
-        shown = json.dumps(value, default=str) if isinstance(value, dict | list) else str(value)
-        rows.append(f"<tr><td><b>{html.escape(str(key))}</b></td>"
-                    f"<td>{html.escape(shown)}</td></tr>")
-    return f"<div class='tablewrap'><table class='kv'>{''.join(rows)}</table></div>"
+def regret_verdicts(slopes: pd.DataFrame, *, max_items: int = 12) -> list[str]:
+    """Growth verdicts in words: one line per shared inconclusive reason, then one per named
+    rate (see analysis.slopes.growth_verdict)."""
+    if slopes.empty:
+        return []
+    lines = []
+    undecided = slopes[slopes["growth"] == "inconclusive"]
+    for reason, part in undecided.groupby("growth_reason", sort=False):
+        who = [f"{r.policy} [{r.env}]" for r in part.itertuples()]
+        names = ", ".join(who[:4]) + (f" and {len(who) - 4} more" if len(who) > 4 else "")
+        lines.append(f"No growth rate for {names}: {reason}.")
+    for row in slopes[slopes["growth"] != "inconclusive"].head(max_items).itertuples():
+        lines.append(f"{row.policy} [{row.env}]: {row.growth_reason}.")
+    return lines
 
 
 def _verdict(section: str, tables: dict[str, pd.DataFrame]) -> str:
     """One plain sentence summarising a section's evidence (empty where nothing is computed)."""
     parts: list[str] = []
     if section == "regret" and "regret_slopes" in tables:
-        for row in tables["regret_slopes"].itertuples():
-            parts.append(f"{row.policy} [{row.env}]: {row.growth} growth, slope {row.slope:.2f} "
-                         f"[{row.ci_low:.2f}, {row.ci_high:.2f}]")
+        parts += regret_verdicts(tables["regret_slopes"])
     elif section == "pool" and "pool_beta" in tables:
         for row in tables["pool_beta"].itertuples():
             parts.append(f"{row.policy}: β = {row.beta:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]")
@@ -191,12 +209,11 @@ def _verdict(section: str, tables: dict[str, pd.DataFrame]) -> str:
 def render_report(analysis: Analysis, *, title: str | None = None) -> str:
     """The report page for ``analysis`` as HTML text."""
     blocks, nav = [], []
-    context = {"input": analysis.source, "input kind": analysis.kind, **analysis.context}
-    blocks.append("<section id='context'><h2>Run: hardware and parameters</h2>"
-                  "<div class='howto'><b>How to read this:</b> where the data came from. GPU "
-                  "figures are only comparable on the same hardware and proposer.</div>"
-                  f"{_kv(context)}</section>")
-    nav.append("<a href='#context'>Run</a>")
+    verdict = verdict_html(analysis.question, analysis.verdict, analysis.tables.get("verdict"),
+                           analysis.figures.get("verdict"))
+    if verdict:
+        blocks.append(verdict)
+        nav.append("<a href='#verdict'>Verdict</a>")
     for key, heading, howto, figures, tables in SECTIONS:
         figs = [f for f in figures if f in analysis.figures]
         tabs = [t for t in tables if t in analysis.tables]
@@ -216,6 +233,9 @@ def render_report(analysis: Analysis, *, title: str | None = None) -> str:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes)
         blocks.append(f"<section id='notes'><h2>Notes</h2><ul class='notes'>{items}</ul></section>")
         nav.append("<a href='#notes'>Notes</a>")
+    context = {"input": analysis.source, "input kind": analysis.kind, **analysis.context}
+    blocks.append(params_html(context))
+    nav.append("<a href='#context'>Run parameters</a>")
     template = Template(
         resources.files("analysis").joinpath("templates/report.html").read_text(encoding="utf-8")
     )

@@ -10,6 +10,23 @@ average, refit.
 
 The bound of KernelBand v1 (first arXiv version, Theorem 1) without its two ε terms:
 R(T) <= K·|S|·sqrt(8 T ln T).
+
+``growth_verdict`` names a growth rate only where the horizon can tell rates apart; the criterion
+(all three must hold, else the verdict is "inconclusive" with the reason):
+
+1. **Enough pulls.** T >= 10·A, where A = K·|S| is the number of (cluster, strategy) arms of the
+   paper's bandit (K from the policy spec, default 3; |S| = 6). Below that an arm is pulled a
+   handful of times at most: a learner is still exploring and its regret grows about linearly
+   whatever its asymptotic rate. Policies without clusters face more arms ((kernel, strategy)
+   pairs), so for them this is necessary, not sufficient.
+2. **A fixed comparator.** Replay's pseudo-regret compares each pull with the best (kernel,
+   strategy) arm of the *current* pool. In a growing pool that best arm improves as better
+   kernels join, so R(t) also measures a moving target: per-step regret can rise with t, which is
+   what a log-log slope above 1 reflects. If the comparator's mean rises over the fitted window
+   by at least a quarter of the mean per-step regret there, no rate is named.
+3. **Separated alternatives.** The slope's bootstrap interval must lie entirely on one side of
+   0.9 (linear above, sublinear below); sublinear curves are then called logarithmic or power by
+   which model fits better (``classify_growth``). A curve that does not grow is "flat".
 """
 
 from __future__ import annotations
@@ -55,6 +72,23 @@ class GrowthFit:
     rel_rmse_power: float
     slope_first_half: float
     slope_second_half: float
+
+
+#: a growth verdict needs T >= MIN_PULLS_PER_ARM · arms
+MIN_PULLS_PER_ARM = 10
+#: log-log slope separating linear (no learning) from sublinear growth
+LINEAR_SLOPE = 0.9
+#: the comparator drifts when it rises by this share of the mean per-step regret (fit window)
+DRIFT_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class GrowthVerdict:
+    """A growth rate the data supports ("logarithmic", "power", "linear", "flat") or
+    "inconclusive", and the reason in one sentence."""
+
+    kind: str
+    reason: str
 
 
 def v1_bound(t: np.ndarray, n_clusters: int, n_strategies: int) -> np.ndarray:
@@ -194,3 +228,49 @@ def classify_growth(
         slope_first_half=float(s1),
         slope_second_half=float(s2),
     )
+
+
+def growth_verdict(
+    fit: SlopeFit,
+    growth: GrowthFit,
+    *,
+    horizon: float,
+    n_arms: int,
+    comparator_rise: float = 0.0,
+    regret_per_step: float = float("nan"),
+    min_pulls: float = MIN_PULLS_PER_ARM,
+) -> GrowthVerdict:
+    """The growth rate of one regret curve, or "inconclusive" (criterion: module docstring).
+
+    ``comparator_rise`` is how much the best arm's mean rose over the fitted window and
+    ``regret_per_step`` the mean per-step regret there (both averaged over units).
+    """
+    pulls = horizon / n_arms if n_arms > 0 else float("inf")
+    drifts = (comparator_rise > 0 and np.isfinite(regret_per_step)
+              and comparator_rise >= DRIFT_SHARE * max(regret_per_step, 0.0))
+    drift = (f"the comparator (best arm of the growing pool) rose by {comparator_rise:.3g} over "
+             f"t = {fit.t_min:g}..{fit.t_max:g}, against a mean per-step regret of "
+             f"{regret_per_step:.3g}, so R(t) chases a moving target"
+             + (f" (which is what a slope of {fit.slope:.2f} > 1 reflects)" if fit.slope > 1
+                else ""))
+    if pulls < min_pulls:
+        reason = (f"inconclusive at T = {horizon:g} ({n_arms} arms): {pulls:.1f} pulls per arm "
+                  f"on average, a growth rate needs >= {min_pulls:g} (T >= {min_pulls * n_arms:g})")
+        return GrowthVerdict("inconclusive", reason + (f"; and {drift}" if drifts else ""))
+    if growth.kind == "flat":
+        return GrowthVerdict("flat", f"regret stops growing by T = {horizon:g}")
+    if drifts:
+        return GrowthVerdict("inconclusive", f"inconclusive: {drift}")
+    if not (np.isfinite(fit.ci_low) and np.isfinite(fit.ci_high)):
+        return GrowthVerdict("inconclusive",
+                             f"inconclusive: {fit.n_units} unit(s), no slope interval")
+    interval = f"slope {fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]"
+    if fit.ci_low >= LINEAR_SLOPE:
+        return GrowthVerdict("linear", f"linear: {interval} lies above {LINEAR_SLOPE}")
+    if fit.ci_high < LINEAR_SLOPE:
+        kind = growth.kind if growth.kind in ("logarithmic", "power") else "power"
+        return GrowthVerdict(kind, f"{kind}: {interval} lies below {LINEAR_SLOPE} and the "
+                                   f"{kind} model fits R(t) better")
+    return GrowthVerdict("inconclusive",
+                         f"inconclusive: {interval} straddles {LINEAR_SLOPE}, so linear and "
+                         f"sublinear growth both fit")

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -128,4 +129,53 @@ def write_results(root: Path, **kwargs: int) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     pq.write_table(results_frame(**kwargs), root / "part-00000.parquet")
     (root / "params.json").write_text(json.dumps({"steps": 300, "policies": ["a", "b"]}))
+    return root
+
+
+def planted_results(effects: dict[str, float], *, envs: tuple[str, ...] = ("tape",),
+                    n_tasks: int = 6, n_seeds: int = 20, n_steps: int = 40,
+                    task_sd: float = 0.4, noise_sd: float = 0.05,
+                    seed: int = 0) -> pd.DataFrame:
+    """Replay-like results with a planted ranking: a run's final log best speedup over k0 is
+    task effect (spread ``task_sd``, shared by every policy) + ``effects[policy]`` + noise; its
+    best speedup rises to that value step by step. Regret grows linearly (constant comparator)."""
+    rng = np.random.default_rng(seed)
+    task_effect = 1.0 + rng.normal(0.0, task_sd, n_tasks)
+    frames = []
+    t = np.arange(n_steps)
+    for env in envs:
+        for policy, effect in effects.items():
+            for task in range(n_tasks):
+                for s in range(n_seeds):
+                    final = task_effect[task] + effect + rng.normal(0.0, noise_sd)
+                    regret = np.full(n_steps, 0.1)
+                    frames.append(pd.DataFrame({
+                        "policy": policy, "env": env, "task_id": f"task-{task:02d}",
+                        "seed": s, "step": t.astype(np.int32),
+                        "cluster": np.zeros(n_steps, np.int16),
+                        "strategy": (t % N_STRATEGIES).astype(np.int8),
+                        "parent": np.zeros(n_steps, np.int32),
+                        "success": rng.random(n_steps) < 0.7, "reward": np.full(n_steps, 0.1),
+                        "arm_mean": np.full(n_steps, 0.4), "best_mean": np.full(n_steps, 0.5),
+                        "regret": regret, "cum_regret": np.cumsum(regret),
+                        "best_speedup": np.exp(max(final, 0.0) * (t + 1) / n_steps),
+                        "pool_size": (t + 1).astype(np.int32),
+                        "tokens": np.zeros(n_steps, np.int64),
+                        "cost_usd": np.zeros(n_steps),
+                    }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_planted_results(root: Path, effects: dict[str, float], **kwargs) -> Path:
+    """``planted_results`` as a results directory (one part file and a `_replay.json`)."""
+    root.mkdir(parents=True, exist_ok=True)
+    frame = planted_results(effects, **kwargs)
+    pq.write_table(pa.Table.from_pandas(frame, schema=RESULTS_SCHEMA, preserve_index=False),
+                   root / "part-00000.parquet")
+    (root / "_replay.json").write_text(json.dumps({
+        "policies": list(effects), "envs": [{"env": e, "source": "planted", "tasks": []}
+                                            for e in sorted(set(frame["env"]))],
+        "seeds": sorted(int(s) for s in frame["seed"].unique()),
+        "steps": int(frame["step"].max() + 1),
+    }))
     return root

@@ -1,0 +1,135 @@
+"""The verdict: ranking and paired intervals recover a planted best policy; growth verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.inputs import load_input
+from analysis.pipeline import analyze_input, write_analysis
+from analysis.slopes import GrowthFit, SlopeFit, growth_verdict
+from analysis.verdict import (
+    final_runs,
+    final_runs_from_summary,
+    in_words,
+    ranking_text,
+    span_text,
+    two_stage_bootstrap,
+    verdict_table,
+)
+from tests.analysis.fixtures import planted_results, results_frame, write_planted_results
+
+#: planted log-speedup effects: "best" leads, "twin" is its equal, "mid" is 10 % behind
+EFFECTS = {"mid": np.log(0.9), "best": 0.0, "twin": 0.0, "worst": np.log(0.7)}
+
+
+@pytest.fixture(scope="module")
+def planted() -> object:
+    runs = final_runs(planted_results(EFFECTS, envs=("tape", "fitted"), n_seeds=20))
+    return verdict_table(runs, rng=np.random.default_rng(0), n_boot=1000)[0]
+
+
+def test_ranking_recovers_the_planted_order(planted) -> None:
+    for env in ("tape", "fitted"):
+        part = planted[planted["env"] == env].set_index("policy")
+        assert part.loc["mid", "rank"] == 3 and part.loc["worst", "rank"] == 4
+        assert {part.index[part["rank"] == 1][0], part.index[part["rank"] == 2][0]} == \
+            {"best", "twin"}
+    # the recorded data (tape) leads, the fitted model follows
+    assert list(dict.fromkeys(planted["env"])) == ["tape", "fitted"]
+
+
+def test_paired_intervals_cover_the_planted_ratios(planted) -> None:
+    part = planted[planted["env"] == "tape"].set_index("policy")
+    best = part.index[part["rank"] == 1][0]
+    mid, worst = part.loc["mid"], part.loc["worst"]
+    assert mid["ratio_ci_low"] <= 0.9 <= mid["ratio_ci_high"]
+    assert worst["ratio_ci_low"] <= 0.7 <= worst["ratio_ci_high"]
+    assert mid["distinguishable"] and worst["distinguishable"]
+    # the planted twin of the best is not called worse
+    twin = part.loc["twin" if best == "best" else "best"]
+    assert not twin["distinguishable"] and twin["ratio_ci_high"] >= 1.0
+    # pairing matters: the per-policy intervals (task spread) overlap, the paired one does not
+    assert mid["ci_high"] > part.loc[best, "ci_low"]
+    assert mid["ratio_ci_high"] < 1.0
+    assert mid["in_words"].startswith(f"mid is 10 % behind {best} [")
+
+
+def test_in_words_and_spans() -> None:
+    assert in_words("kernelband-v2", "greedy", 0.9, 0.87, 0.93, 95) == \
+        "kernelband-v2 is 10 % behind greedy [7.0 %, 13 %]"
+    assert in_words("a", "b", 0.98, 0.95, 1.01, 95).endswith("not distinguishable from b at 95 %")
+    assert span_text(list(range(100))) == "0–99 (100)"
+    assert span_text([f"task-{i}" for i in range(24)]).endswith("… (24)")
+
+
+def test_two_stage_bootstrap_weights() -> None:
+    plan = two_stage_bootstrap(4, 5, n_boot=50, rng=np.random.default_rng(0))
+    assert plan.task_idx.shape == (50, 4) and plan.seed_weight.shape == (50, 4, 5)
+    assert np.allclose(plan.seed_weight.sum(axis=2), 1.0)
+    constant = np.full((4, 5), 2.0)
+    assert np.allclose(plan.means(constant), 2.0)
+
+
+def test_summary_and_results_give_the_same_runs() -> None:
+    results = planted_results({"a": 0.0, "b": -0.1}, n_tasks=2, n_seeds=3, n_steps=5)
+    runs = final_runs(results)
+    summary = runs.rename(columns={"best_speedup": "final_best_speedup"}).assign(horizon=5)
+    assert final_runs_from_summary(summary).equals(runs)
+
+
+def test_analyze_opens_with_the_verdict(tmp_path: Path) -> None:
+    root = write_planted_results(tmp_path / "res", EFFECTS, n_seeds=10)
+    analysis = analyze_input(load_input(root), n_boot=200)
+    (sentence,) = analysis.verdict  # one environment, no kernelband-v2 to single out
+    assert sentence.startswith("[tape] Best: ")
+    assert "1 of the other 3 policies are not distinguishable from it at 95 %" in sentence
+    assert analysis.question["steps"] == 40 and analysis.question["seeds"] == "0–9 (10)"
+    write_analysis(analysis, tmp_path / "out")
+    md = (tmp_path / "out" / "tables.md").read_text()
+    assert md.index("## Verdict") < md.index("## metrics")
+    assert "Which of 4 policies finds the fastest kernels" in md
+    assert (tmp_path / "out" / "verdict.csv").is_file()
+    text = ranking_text(analysis.tables["verdict"])
+    assert text.splitlines()[0].startswith("ranking [tape]")
+    assert "mid" in text and "% behind" in text
+
+
+def test_short_horizon_growth_is_inconclusive() -> None:
+    res = results_frame(n_steps=40).to_pandas()
+    from analysis.pipeline import slope_table
+
+    slopes, _ = slope_table(res, rng=np.random.default_rng(0), n_boot=100)
+    assert set(slopes["growth"]) == {"inconclusive"}
+    assert slopes["growth_reason"].str.startswith("inconclusive at T = 40 (18 arms)").all()
+    # the shape that fits best is still recorded, apart from the verdict
+    assert "linear" in set(slopes["growth_fit"])
+
+
+def _fit(slope: float, low: float, high: float) -> SlopeFit:
+    return SlopeFit(slope, low, high, 0.0, 0.0, 30.0, 300.0, 8, 100, 0.95)
+
+
+def _shape(kind: str) -> GrowthFit:
+    return GrowthFit(kind, 1.0, 1.0, 0.0, 0.1, 0.1, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("fit", "shape", "rise", "kind", "says"),
+    [
+        (_fit(1.0, 0.97, 1.03), "linear", 0.0, "linear", "lies above 0.9"),
+        (_fit(0.4, 0.35, 0.45), "logarithmic", 0.0, "logarithmic", "lies below 0.9"),
+        (_fit(0.85, 0.7, 1.0), "power", 0.0, "inconclusive", "straddles 0.9"),
+        (_fit(1.2, 1.1, 1.3), "linear", 0.05, "inconclusive", "slope of 1.20 > 1 reflects"),
+        (_fit(0.0, 0.0, 0.0), "flat", 0.0, "flat", "stops growing"),
+        (_fit(1.0, float("nan"), float("nan")), "linear", 0.0, "inconclusive", "no slope"),
+    ],
+)
+def test_growth_verdict_criterion(fit: SlopeFit, shape: str, rise: float, kind: str,
+                                  says: str) -> None:
+    verdict = growth_verdict(fit, _shape(shape), horizon=300, n_arms=18, comparator_rise=rise,
+                             regret_per_step=0.1)
+    assert verdict.kind == kind
+    assert says in verdict.reason
