@@ -37,6 +37,8 @@ class DemoResult:
     seconds: dict[str, float]
     #: the live policy trace compared with replay (None: no sim-to-real check was run)
     policy_trace: Path | None = None
+    #: the verdict's short ranking (analysis.verdict.ranking_text), printed at the end
+    ranking: str = ""
 
 
 def _first_shipped(names: tuple[str, ...], root: Path | None) -> Path | None:
@@ -145,8 +147,12 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
         "preset": preset.name, "policy_trace": None if policy_dir is None else str(policy_dir),
         "seconds": seconds,
     }, indent=2))
+    from analysis.verdict import ranking_text
+
+    verdict = analysis.tables.get("verdict")
+    ranking = ranking_text(verdict) if verdict is not None and not verdict.empty else ""
     return DemoResult(trace_dir, synthetic, replay_dir, analysis_dir, report, seconds,
-                      policy_dir)
+                      policy_dir, ranking)
 
 
 def _add_sim2real(analysis, explore: Path, policy: Path, seeds: int, out: Path,

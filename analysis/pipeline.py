@@ -160,7 +160,8 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int)
     out = Analysis(kind=inp.kind, source=str(inp.path))
     out.context = {"replay parameters": inp.params, "policies": sorted(res["policy"].unique()),
                    "environments": sorted(res["env"].unique()),
-                   "tasks": int(res["task_id"].nunique()), "seeds": int(res["seed"].nunique()),
+                   "tasks": int(res["task_id"].nunique()),
+                   "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
                    "steps": int(res["step"].max() - res["step"].min() + 1)}
     out.question = results_question(res, inp.params)
     verdict, notes = verdict_table(final_runs(res), rng=rng, n_boot=max(n_boot, 200))

@@ -84,7 +84,8 @@ def regret_figure(bands: pd.DataFrame, *, n_clusters: int = 3, n_strategies: int
     ax.set_yscale("log")
     ax.set_xlabel("step t (attempts)")
     ax.set_ylabel("cumulative pseudo-regret R(t) (reward units)")
-    ax.set_title("Cumulative pseudo-regret, mean over units with 95 % bootstrap band")
+    ax.set_title("Cumulative pseudo-regret against the best arm of the current pool,\n"
+                 "mean over units with 95 % bootstrap band", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     _place_legend(fig, ax, len(groups) + 1)
     return fig
@@ -117,12 +118,16 @@ def slopes_figure(slopes: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * max(len(slopes), 2)))
     y = np.arange(len(slopes))
     err = np.vstack([slopes["slope"] - slopes["ci_low"], slopes["ci_high"] - slopes["slope"]])
-    ax.errorbar(slopes["slope"], y, xerr=np.nan_to_num(err), fmt="o", capsize=4)
+    # rounding can put a degenerate interval a hair inside its point estimate
+    ax.errorbar(slopes["slope"], y, xerr=np.clip(np.nan_to_num(err), 0.0, None), fmt="o",
+                capsize=4)
     ax.axvline(0.5, color="grey", ls="--", lw=1, label="0.5 (√T)")
     ax.axvline(1.0, color="red", ls=":", lw=1, label="1 (linear)")
-    ax.set_yticks(y, [_label(p, e) for p, e in zip(slopes["policy"], slopes["env"], strict=True)])
+    verdicts = slopes["growth"] if "growth" in slopes else [""] * len(slopes)
+    ax.set_yticks(y, [f"{_label(p, e)}: {g}" if g else _label(p, e)
+                      for p, e, g in zip(slopes["policy"], slopes["env"], verdicts, strict=True)])
     ax.set_xlabel("log-log slope of R(t) on [t_max/10, t_max] (95 % bootstrap CI)")
-    ax.set_title("Regret growth exponent")
+    ax.set_title("Regret growth exponent, with the growth verdict after each name")
     ax.set_xlim(min(0.0, float(np.nanmin(slopes["ci_low"])) - 0.05),
                 max(1.1, float(np.nanmax(slopes["ci_high"])) + 0.05))
     ax.set_ylim(-0.6, len(slopes) - 0.4)

@@ -28,7 +28,9 @@ def verdict_figure(table: pd.DataFrame, *, width_in: float = 5.6) -> Figure:
         colour = _ENV_COLOUR.get(str(env), "tab:purple")
         y = np.array([y_of[p] for p in part["policy"]]) + offset
         mid = part["geomean_speedup"].to_numpy()
-        err = np.vstack([mid - part["ci_low"].to_numpy(), part["ci_high"].to_numpy() - mid])
+        # a percentile interval can miss its point estimate by rounding (or with few tasks)
+        err = np.clip(np.vstack([mid - part["ci_low"].to_numpy(),
+                                 part["ci_high"].to_numpy() - mid]), 0.0, None)
         ax.errorbar(mid, y, xerr=err, fmt="o", ms=4, color=colour, elinewidth=1.2, capsize=2,
                     label=str(env))
         ax.axvline(float(part["geomean_speedup"].max()), color=colour, ls=":", lw=0.9)

@@ -264,3 +264,10 @@ def policy_summary(policies: list[str]) -> str:
         name = str(spec).split(":", 1)[0]
         groups[name] = groups.get(name, 0) + 1
     return ", ".join(name if n == 1 else f"{name} ({n} settings)" for name, n in groups.items())
+
+
+def ranking_from_summary(summary: pd.DataFrame, *, seed: int = 0, n_boot: int = 1000) -> str:
+    """The short ranking of a sweep's per-episode summary (what `kernelband replay` prints)."""
+    table, _ = verdict_table(final_runs_from_summary(summary), rng=np.random.default_rng(seed),
+                             n_boot=n_boot)
+    return ranking_text(table) if not table.empty else ""

@@ -42,6 +42,8 @@ def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
     except (TraceError, ValueError) as exc:
         click.echo(f"kernelband demo: {exc}", err=True)
         sys.exit(1)
+    if result.ranking:
+        click.echo(result.ranking)
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
     click.echo(f"report: {result.report}\ntables and plots: {result.analysis}/\n"
                f"replay results: {result.replay}/\n({timing})")

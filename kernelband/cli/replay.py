@@ -174,5 +174,10 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
                            write_steps=not summary_only, keep_steps=False, threads=threads,
                            progress=progress)
     click.echo(format_table(summarize(result.summary)))
+    from analysis.verdict import ranking_from_summary
+
+    ranking = ranking_from_summary(result.summary)
+    if ranking:
+        click.echo(f"\n{ranking}")
     if out is not None:
         click.echo(f"results written to {out}")

@@ -28,6 +28,11 @@ def test_synthetic_replay_prints_a_summary_and_writes_results(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert "kernelband-v2" in result.output and "greedy" in result.output
     assert "best speedup (95% CI)" in result.output
+    # the short ranking closes the output: both policies, best first, paired intervals
+    ranking = result.output.split("\nranking [synthetic]")[1].splitlines()
+    assert ranking[0].startswith(" by geometric-mean best speedup over k0 (2 task(s) × 3 seed(s)")
+    assert ranking[1].strip().startswith("1. ") and ranking[1].rstrip().endswith("best")
+    assert ranking[2].strip().startswith("2. ") and "% behind [" in ranking[2]
     assert ds.dataset(out, format="parquet").count_rows() == 2 * 2 * 3 * 12
     summary = pq.read_table(out / "_summary.parquet").to_pandas()
     assert len(summary) == 2 * 2 * 3
@@ -46,7 +51,8 @@ def test_preset_runs_both_horizons(tmp_path) -> None:
     result = _run("--synthetic", "default", "--preset", "k-sweep", "--seeds", "2",
                   "--out", str(tmp_path / "o"), "--summary-only")
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "kernelband-v2:K=5" in line]
+    table = result.output.split("\nranking [")[0]  # the summary table, not the ranking
+    lines = [line for line in table.splitlines() if "kernelband-v2:K=5" in line]
     assert [line.split()[2] for line in lines] == ["20", "40"]
     assert not list((tmp_path / "o").glob("part-*.parquet"))
 
