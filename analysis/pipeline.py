@@ -26,6 +26,7 @@ from analysis.trace_features import covering_tables, lipschitz_table, validity_t
 from analysis.verdict import (
     final_runs,
     question_text,
+    regret_verdicts,
     span_text,
     verdict_sentences,
     verdict_table,
@@ -104,8 +105,10 @@ def slope_table(
             "ci_high": raw.ci_high, "slope_sqrt_ln_removed": corrected.slope,
             "ci_low_sqrt_ln_removed": corrected.ci_low,
             "ci_high_sqrt_ln_removed": corrected.ci_high, "growth": verdict.kind,
-            "growth_reason": verdict.reason, "growth_fit": growth.kind, "n_arms": n_arms,
-            "pulls_per_arm": t_end / n_arms, "comparator_rise": rise,
+            "growth_reason": verdict.reason, "growth_cause": verdict.cause,
+            "growth_fit": growth.kind, "n_arms": n_arms, "pulls_per_arm": t_end / n_arms,
+            "comparator_rise": rise, "regret_per_step": per_step,
+            "comparator_drifts": verdict.drifts,
             "log_coef": growth.log_coef, "regret_at_T": r_end, "v1_bound_at_T": bound,
             "regret_over_bound": r_end / bound if bound > 0 else float("nan"),
         })
@@ -270,6 +273,12 @@ def verdict_markdown(analysis: Analysis) -> str:
     if analysis.question:
         lines += [question_text(analysis.question), ""]
     lines += [f"- {s}" for s in analysis.verdict]
+    slopes = analysis.tables.get("regret_slopes")
+    if slopes is not None and not slopes.empty:
+        lines += ["", "Regret growth (pseudo-regret against the best arm of the current pool; "
+                  "a rate is named only where the horizon can tell rates apart, see "
+                  "analysis/slopes.py):", ""]
+        lines += [f"- {s}" for s in regret_verdicts(slopes)]
     table = analysis.tables.get("verdict")
     if table is not None and not table.empty:
         view = table[["env", "rank", "policy", "geomean_speedup", "ci_low", "ci_high",

@@ -85,10 +85,14 @@ DRIFT_SHARE = 0.25
 @dataclass(frozen=True)
 class GrowthVerdict:
     """A growth rate the data supports ("logarithmic", "power", "linear", "flat") or
-    "inconclusive", and the reason in one sentence."""
+    "inconclusive", and the reason in one sentence. ``cause`` names the criterion an
+    inconclusive verdict failed first ("pulls", "drift", "interval", "units"; "" otherwise);
+    ``drifts`` whether the comparator drifted (reported even when the horizon failed first)."""
 
     kind: str
     reason: str
+    cause: str = ""
+    drifts: bool = False
 
 
 def v1_bound(t: np.ndarray, n_clusters: int, n_strategies: int) -> np.ndarray:
@@ -256,14 +260,15 @@ def growth_verdict(
     if pulls < min_pulls:
         reason = (f"inconclusive at T = {horizon:g} ({n_arms} arms): {pulls:.1f} pulls per arm "
                   f"on average, a growth rate needs >= {min_pulls:g} (T >= {min_pulls * n_arms:g})")
-        return GrowthVerdict("inconclusive", reason + (f"; and {drift}" if drifts else ""))
+        return GrowthVerdict("inconclusive", reason + (f"; and {drift}" if drifts else ""),
+                             "pulls", drifts)
     if growth.kind == "flat":
-        return GrowthVerdict("flat", f"regret stops growing by T = {horizon:g}")
+        return GrowthVerdict("flat", f"regret stops growing by T = {horizon:g}", "", drifts)
     if drifts:
-        return GrowthVerdict("inconclusive", f"inconclusive: {drift}")
+        return GrowthVerdict("inconclusive", f"inconclusive: {drift}", "drift", True)
     if not (np.isfinite(fit.ci_low) and np.isfinite(fit.ci_high)):
         return GrowthVerdict("inconclusive",
-                             f"inconclusive: {fit.n_units} unit(s), no slope interval")
+                             f"inconclusive: {fit.n_units} unit(s), no slope interval", "units")
     interval = f"slope {fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]"
     if fit.ci_low >= LINEAR_SLOPE:
         return GrowthVerdict("linear", f"linear: {interval} lies above {LINEAR_SLOPE}")
@@ -273,4 +278,4 @@ def growth_verdict(
                                    f"{kind} model fits R(t) better")
     return GrowthVerdict("inconclusive",
                          f"inconclusive: {interval} straddles {LINEAR_SLOPE}, so linear and "
-                         f"sublinear growth both fit")
+                         f"sublinear growth both fit", "interval")

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.slopes import MIN_PULLS_PER_ARM
+
 #: environments in the order a reader weighs them: the recorded data itself first
 ENV_ORDER: tuple[str, ...] = ("tape", "fitted", "synthetic")
 
@@ -271,3 +273,47 @@ def ranking_from_summary(summary: pd.DataFrame, *, seed: int = 0, n_boot: int = 
     table, _ = verdict_table(final_runs_from_summary(summary), rng=np.random.default_rng(seed),
                              n_boot=n_boot)
     return ranking_text(table) if not table.empty else ""
+
+
+def _names(part: pd.DataFrame, total: int) -> str:
+    who = [f"{r.policy} [{r.env}]" for r in part.itertuples()]
+    if len(who) == total and total > 4:
+        return f"all {total} policy × environment pairs"
+    return ", ".join(who[:4]) + (f" and {len(who) - 4} more" if len(who) > 4 else "")
+
+
+def _span(values: pd.Series, fmt: str) -> str:
+    low, high = float(values.min()), float(values.max())
+    return format(low, fmt) if format(low, fmt) == format(high, fmt) else \
+        f"{format(low, fmt)}–{format(high, fmt)}"
+
+
+def regret_verdicts(slopes: pd.DataFrame, *, max_items: int = 12) -> list[str]:
+    """Growth verdicts in words (analysis.slopes.growth_verdict): one line per failed criterion
+    for the inconclusive ones, one on a drifting comparator, one per named rate."""
+    if slopes.empty:
+        return []
+    lines, total = [], len(slopes)
+    undecided = slopes[slopes["growth"] == "inconclusive"]
+    for (t_max, arms), part in undecided[undecided["growth_cause"] == "pulls"].groupby(
+            ["t_max", "n_arms"], sort=True):
+        lines.append(f"No growth rate for {_names(part, total)}: inconclusive at T = {t_max:g} "
+                     f"({arms} arms), {_span(part['pulls_per_arm'], '.1f')} pulls per arm on "
+                     f"average, where a rate needs at least {MIN_PULLS_PER_ARM} "
+                     f"(T ≥ {MIN_PULLS_PER_ARM * arms}).")
+    for row in undecided[undecided["growth_cause"] != "pulls"].head(max_items).itertuples():
+        lines.append(f"No growth rate for {row.policy} [{row.env}]: {row.growth_reason}.")
+    drifting = slopes[slopes["comparator_drifts"]]
+    if not drifting.empty:
+        above = int((drifting["slope"] > 1).sum())
+        share = 100 * drifting["comparator_rise"] / drifting["regret_per_step"]
+        lines.append(
+            f"For {_names(drifting, total)} the comparator (the best arm of the growing pool) "
+            f"rose by {_span(drifting['comparator_rise'], '.2g')} over the fitted window, "
+            f"{_span(share, '.0f')} % of the mean per-step regret there: R(t) chases a moving "
+            f"target, which is what a slope above 1 reflects ({above} of these slopes exceed "
+            f"1, up to {drifting['slope'].max():.2f}), so these slopes do not show that a "
+            f"policy fails to learn.")
+    for row in slopes[slopes["growth"] != "inconclusive"].head(max_items).itertuples():
+        lines.append(f"{row.policy} [{row.env}]: {row.growth_reason}.")
+    return lines

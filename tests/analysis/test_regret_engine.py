@@ -36,7 +36,19 @@ def test_fixed_gap_regime_is_logarithmic() -> None:
 
     sweep = run_sweep(["kernelband-v2:c=0.5"], build_synthetic(FIXED_GAP_SPEC), seeds=16,
                       steps=5000)
-    curves = unit_curves(sweep.results.to_pandas())
+    results = sweep.results.to_pandas()
+    curves = unit_curves(results)
     growth = classify_growth(curves.t, curves.values.mean(axis=0))
     assert growth.kind == "logarithmic"
     assert growth.slope_second_half < growth.slope_first_half
+    # the report's verdict names the rate: T = 5000 is 278 pulls per arm, the comparator is
+    # fixed and the slope interval lies below 0.9
+    from analysis.pipeline import slope_table
+
+    slopes, _ = slope_table(results, rng=np.random.default_rng(0), n_boot=200)
+    assert slopes["growth"].tolist() == ["logarithmic"], slopes["growth_reason"].tolist()
+    # the same planted world cut at T = 40 cannot tell rates apart, and the report says so
+    short, _ = slope_table(results[results["step"] < 40], rng=np.random.default_rng(0),
+                           n_boot=200)
+    assert short["growth"].tolist() == ["inconclusive"]
+    assert short["growth_reason"].iloc[0].startswith("inconclusive at T = 40 (18 arms)")

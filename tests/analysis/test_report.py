@@ -139,6 +139,7 @@ window.addEventListener('load', function () {
     return {id: t.id, rows: rows.length, empty: empty}; });
   var out = document.createElement('pre'); out.id = 'kb-probe';
   out.textContent = JSON.stringify({width: window.innerWidth,
+    scroll_width: document.documentElement.scrollWidth,
     figure: box(document.querySelector('#verdict-figure img')),
     table: box(document.querySelector('#verdict-table')), images: images, tables: tables});
   document.body.appendChild(out);
@@ -170,6 +171,7 @@ def assert_verdict_first(probe: dict) -> None:
     """The verdict figure and table lie wholly inside the first 1400 x 1000 pixels, no image
     is broken and no table has a column without a value."""
     assert probe["width"] == SCREEN[0]
+    assert probe["scroll_width"] <= SCREEN[0]  # nothing pushes the page sideways
     for name in ("figure", "table"):
         box = probe[name]
         assert box is not None, f"no verdict {name}"

@@ -15,6 +15,7 @@ from analysis.verdict import (
     final_runs_from_summary,
     in_words,
     ranking_text,
+    regret_verdicts,
     span_text,
     two_stage_bootstrap,
     verdict_table,
@@ -106,6 +107,23 @@ def test_short_horizon_growth_is_inconclusive() -> None:
     assert slopes["growth_reason"].str.startswith("inconclusive at T = 40 (18 arms)").all()
     # the shape that fits best is still recorded, apart from the verdict
     assert "linear" in set(slopes["growth_fit"])
+
+
+def test_growth_sentences_group_the_reasons() -> None:
+    from analysis.pipeline import slope_table
+
+    res = results_frame(n_steps=40).to_pandas()
+    slopes, _ = slope_table(res, rng=np.random.default_rng(0), n_boot=100)
+    (line,) = regret_verdicts(slopes)
+    assert line.startswith("No growth rate for kernelband-v2:K=3 [synthetic], random "
+                           "[synthetic]: inconclusive at T = 40 (18 arms), 2.2 pulls per arm")
+    long, _ = slope_table(results_frame().to_pandas(), rng=np.random.default_rng(0), n_boot=100)
+    lines = regret_verdicts(long)
+    assert lines[0].startswith("kernelband-v2:K=3 [synthetic]: logarithmic: slope")
+    assert lines[1].startswith("random [synthetic]: linear: slope")
+    drifting = long.assign(comparator_drifts=True, comparator_rise=0.05, regret_per_step=0.1)
+    assert "the comparator (the best arm of the growing pool) rose by 0.05" in \
+        regret_verdicts(drifting)[-3]
 
 
 def _fit(slope: float, low: float, high: float) -> SlopeFit:
