@@ -13,8 +13,9 @@ The bootstrap is two-stage: tasks are resampled with replacement (the tasks of a
 sample of the kernels one might optimise), then seeds within each drawn task (replay
 randomness). NOTE (D70): on every environment, where DESIGN.md has bands over seeds (synthetic,
 fitted) or over tapes (tape): the verdict generalises over tasks, so tasks are resampled
-everywhere (on a tape, a task's tapes are resampled with it), and seeds within them. Every policy of an environment is evaluated on the same resamples, so the paired
-ratios are computed draw by draw. The best policy is chosen by its point estimate; the intervals
+everywhere (on a tape, a task's tapes are resampled with it), and seeds within them. Every
+policy of an environment is evaluated on the same resamples, so the paired ratios are computed
+draw by draw. The best policy is chosen by its point estimate; the intervals
 are per comparison (95 % each, not adjusted for the number of policies compared), so a policy
 whose interval includes 0 % is called *not distinguishable from* the best, never *equal to* it.
 """

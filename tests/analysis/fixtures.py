@@ -166,14 +166,16 @@ def planted_results(effects: dict[str, float], *, envs: tuple[str, ...] = ("tape
     return pd.concat(frames, ignore_index=True)
 
 
-def write_planted_results(root: Path, effects: dict[str, float], **kwargs) -> Path:
-    """``planted_results`` as a results directory (one part file and a `_replay.json`)."""
+def write_planted_results(root: Path, effects: dict[str, float], *, source: str = "planted",
+                          **kwargs) -> Path:
+    """``planted_results`` as a results directory (one part file and a `_replay.json` naming
+    ``source`` as the replayed trace)."""
     root.mkdir(parents=True, exist_ok=True)
     frame = planted_results(effects, **kwargs)
     pq.write_table(pa.Table.from_pandas(frame, schema=RESULTS_SCHEMA, preserve_index=False),
                    root / "part-00000.parquet")
     (root / "_replay.json").write_text(json.dumps({
-        "policies": list(effects), "envs": [{"env": e, "source": "planted", "tasks": []}
+        "policies": list(effects), "envs": [{"env": e, "source": source, "tasks": []}
                                             for e in sorted(set(frame["env"]))],
         "seeds": sorted(int(s) for s in frame["seed"].unique()),
         "steps": int(frame["step"].max() + 1),

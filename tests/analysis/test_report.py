@@ -201,7 +201,13 @@ def test_demo_sized_verdict_fits_the_first_screen(tmp_path: Path) -> None:
     """The demo's grid (23 policies, tape and fitted) still shows the whole verdict on top."""
     names = list(dict.fromkeys(get_preset("paper-ablation").policies))
     effects = {name: -0.01 * i for i, name in enumerate(names)}
+    # a trace manifest with GPU and proposer, under a long path: the question as long as the demo's
+    trace = tmp_path / "work" / "kernelband" / "traces" / "explore-h200"
+    trace.mkdir(parents=True)
+    (trace / "manifest.json").write_text(json.dumps({
+        "hardware": {"gpu_name": "NVIDIA H200"}, "proposer": {"kind": "mutate"}}))
     results = write_planted_results(tmp_path / "res", effects, envs=("tape", "fitted"),
-                                    n_tasks=3, n_seeds=4, n_steps=40)
+                                    n_tasks=3, n_seeds=4, n_steps=40, source=str(trace))
     page = run_report(results, tmp_path / "report.html", n_boot=50)
+    assert "recorded on NVIDIA H200 with the mutate proposer" in page.read_text()
     assert_verdict_first(probe_page(page, tmp_path))
