@@ -69,9 +69,11 @@ def two_stage_bootstrap(n_tasks: int, n_seeds: int, *, n_boot: int,
 
 def final_runs(results: pd.DataFrame) -> pd.DataFrame:
     """Per (policy, env, task_id, seed): best speedup over k0 at the run's last recorded step."""
-    last = results.sort_values("step", kind="stable").groupby(
-        ["policy", "env", "task_id", "seed"], sort=True).tail(1)
-    return last[["policy", "env", "task_id", "seed", "best_speedup"]].reset_index(drop=True)
+    keys = ["policy", "env", "task_id", "seed"]
+    if not results.index.is_unique:  # idxmax gives labels: they must name one row each
+        results = results.reset_index(drop=True)
+    last = results.groupby(keys, sort=True, observed=True)["step"].idxmax()
+    return results.loc[last.to_numpy(), [*keys, "best_speedup"]].reset_index(drop=True)
 
 
 def final_runs_from_summary(summary: pd.DataFrame) -> pd.DataFrame:
