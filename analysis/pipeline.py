@@ -252,6 +252,17 @@ def analyze_input(inp: AnalysisInput, *, seed: int = 0, n_boot: int = 1000) -> A
     return _results_analysis(inp, rng, n_boot)
 
 
+def empty_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns with no value in any row (all null, NaN or blank)."""
+    empty = []
+    for name in frame.columns:
+        values = frame[name]
+        blank = values.isna() | values.astype(str).str.strip().eq("")
+        if len(frame) and bool(blank.all()):
+            empty.append(str(name))
+    return empty
+
+
 def markdown_table(frame: pd.DataFrame, *, max_rows: int = 60, digits: int = 4) -> str:
     """A GitHub-flavoured Markdown table (first ``max_rows`` rows, floats to ``digits``)."""
     def cell(value: Any) -> str:
@@ -259,11 +270,15 @@ def markdown_table(frame: pd.DataFrame, *, max_rows: int = 60, digits: int = 4) 
             return "" if np.isnan(value) else f"{value:.{digits}g}"
         return str(value).replace("|", "\\|")
 
+    empty = empty_columns(frame)  # a column with nothing in it says nothing
+    frame = frame.drop(columns=empty)
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
     body = ["| " + " | ".join(cell(v) for v in row) + " |"
             for row in frame.head(max_rows).itertuples(index=False)]
     more = [f"\n({len(frame) - max_rows} more rows in the CSV)"] if len(frame) > max_rows else []
+    if empty:
+        more.append(f"\n(left out, empty for every row: {', '.join(empty)})")
     return "\n".join([head, rule, *body, *more])
 
 

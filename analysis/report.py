@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.inputs import load_input
-from analysis.pipeline import Analysis, analyze_input
+from analysis.pipeline import Analysis, analyze_input, empty_columns
 from analysis.report_verdict import params_html, verdict_html
 from analysis.verdict import regret_verdicts
 
@@ -132,17 +132,6 @@ def _img(png: bytes, alt: str) -> str:
 
 #: tables whose every row belongs on the page (one row per policy and environment)
 _ALL_ROWS = {"task_speedups_wide": 400}
-
-
-def empty_columns(frame: pd.DataFrame) -> list[str]:
-    """Columns with no value in any row (all null, NaN or blank)."""
-    empty = []
-    for name in frame.columns:
-        values = frame[name]
-        blank = values.isna() | values.astype(str).str.strip().eq("")
-        if len(frame) and bool(blank.all()):
-            empty.append(str(name))
-    return empty
 
 
 def _table(frame: pd.DataFrame, max_rows: int = 40) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.inputs import load_input
-from analysis.pipeline import analyze_input, write_analysis
+from analysis.pipeline import analyze_input, markdown_table, write_analysis
 from analysis.slopes import GrowthFit, SlopeFit, growth_verdict
 from analysis.verdict import (
     final_runs,
@@ -93,9 +94,31 @@ def test_analyze_opens_with_the_verdict(tmp_path: Path) -> None:
     assert md.index("## Verdict") < md.index("## metrics")
     assert "Which of 4 policies finds the fastest kernels" in md
     assert (tmp_path / "out" / "verdict.csv").is_file()
+    assert markdown_empty_columns(md) == []
     text = ranking_text(analysis.tables["verdict"])
     assert text.splitlines()[0].startswith("ranking [tape]")
     assert "mid" in text and "% behind" in text
+
+
+def markdown_empty_columns(md: str) -> list[str]:
+    """Columns of the Markdown tables in ``md`` with no value in any row."""
+    empty, block = [], []
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+            continue
+        if len(block) > 2:
+            header, rows = block[0], block[2:]
+            empty += [name for i, name in enumerate(header) if not any(r[i] for r in rows)]
+        block = []
+    return empty
+
+
+def test_markdown_tables_leave_empty_columns_out() -> None:
+    frame = pd.DataFrame({"a": [1.0, 2.0], "b": [np.nan, np.nan], "c": ["x", ""]})
+    md = markdown_table(frame)
+    assert markdown_empty_columns(md) == []
+    assert md.splitlines()[0] == "| a | c |" and "(left out, empty for every row: b)" in md
 
 
 def test_short_horizon_growth_is_inconclusive() -> None:
