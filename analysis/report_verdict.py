@@ -97,7 +97,11 @@ def readable(value: Any) -> str:
     if isinstance(value, list | tuple | np.ndarray):
         items = list(value)
         if items and all(isinstance(v, dict) for v in items):
-            return " | ".join(readable(v) for v in items)
+            # a value the previous item already showed (every task again) is not repeated
+            shown = [readable({k: ("same as above" if i and items[i - 1].get(k) == v
+                                   and isinstance(v, list | dict) else v)
+                               for k, v in item.items()}) for i, item in enumerate(items)]
+            return " | ".join(shown)
         if items and all(isinstance(v, str) for v in items) and len(items) <= 30:
             return ", ".join(items)
         return span_text(items)

@@ -19,6 +19,7 @@ import pytest
 
 from analysis.pipeline import Analysis
 from analysis.report import empty_columns, render_report, run_report
+from analysis.report_verdict import readable
 from kbsim.replay.presets import get_preset
 from tests.analysis.fixtures import write_planted_results
 
@@ -211,3 +212,13 @@ def test_demo_sized_verdict_fits_the_first_screen(tmp_path: Path) -> None:
     page = run_report(results, tmp_path / "report.html", n_boot=50)
     assert "recorded on NVIDIA H200 with the mutate proposer" in page.read_text()
     assert_verdict_first(probe_page(page, tmp_path))
+
+
+def test_raw_parameters_read_as_ranges_and_counts() -> None:
+    envs = [{"env": "tape", "tasks": [f"t{i}" for i in range(15)]},
+            {"env": "fitted", "tasks": [f"t{i}" for i in range(15)]}]
+    text = readable(envs)
+    assert text.count("t14") == 1 and text.endswith("tasks: same as above")
+    assert readable(list(range(100))) == "0–99 (100)"
+    assert readable([3, 9, 27]) == "3, 9, 27"
+    assert readable([f"p{i}" for i in range(40)]).endswith("… (40)")
