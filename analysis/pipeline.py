@@ -150,7 +150,13 @@ def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any
         "steps": int(res["step"].max() - res["step"].min() + 1),
         "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
     }
-    sources = sorted({str(e.get("source")) for e in replay.get("envs", []) if e.get("source")})
+    envs = replay.get("envs", [])
+    instances = sorted({str(e["source"]) for e in envs
+                        if e.get("source") and e.get("env") == "synthetic"})
+    if instances:
+        question["instance"] = ", ".join(instances)
+    sources = sorted({str(e["source"]) for e in envs
+                      if e.get("source") and e.get("env") != "synthetic"})
     if sources:
         question["trace"] = ", ".join(sources)
         question.update(trace_question(_manifest(sources[0])))

@@ -232,7 +232,7 @@ def span_text(values: list | tuple | np.ndarray) -> str:
 
 def question_text(question: dict) -> str:
     """The question a verdict answers, in one short paragraph (keys: policies, envs, trace,
-    gpu, proposer, tasks, steps, seeds; missing keys are left out)."""
+    instance (synthetic), gpu, proposer, tasks, steps, seeds; missing keys are left out)."""
     parts = []
     policies = question.get("policies") or []
     if policies:
@@ -242,6 +242,9 @@ def question_text(question: dict) -> str:
     where = []
     if question.get("trace"):
         where.append(f"on the trace {question['trace']}")
+    if question.get("instance"):
+        where.append(f"{'and ' if where else 'on '}the synthetic instance "
+                     f"{question['instance']}")
     if question.get("gpu"):
         where.append(f"recorded on {question['gpu']}")
     if question.get("proposer"):

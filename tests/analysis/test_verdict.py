@@ -15,6 +15,7 @@ from analysis.verdict import (
     final_runs,
     final_runs_from_summary,
     in_words,
+    question_text,
     ranking_text,
     regret_verdicts,
     span_text,
@@ -174,3 +175,15 @@ def test_growth_verdict_criterion(fit: SlopeFit, shape: str, rise: float, kind: 
                              regret_per_step=0.1)
     assert verdict.kind == kind
     assert says in verdict.reason
+
+
+def test_question_names_trace_or_synthetic_instance() -> None:
+    text = question_text({"policies": ["kernelband-v2", "kernelband-v2:K=5", "greedy"],
+                          "instance": "default,tasks=3", "envs": ["synthetic"], "tasks": 3,
+                          "steps": 30, "seeds": "0–4 (5)"})
+    assert text == ("Which of 3 policies finds the fastest kernels on the synthetic instance "
+                    "default,tasks=3? Replayed in the synthetic environment, 3 task(s), T = 30 "
+                    "attempts per run, seeds 0–4 (5). Policies: kernelband-v2 (2 settings), "
+                    "greedy.")
+    assert "on the trace traces/x recorded on NVIDIA H200 with the mutate proposer?" in \
+        question_text({"trace": "traces/x", "gpu": "NVIDIA H200", "proposer": "mutate"})
