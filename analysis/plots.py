@@ -126,12 +126,13 @@ def slopes_figure(slopes: pd.DataFrame) -> Figure:
     verdicts = slopes["growth"] if "growth" in slopes else [""] * len(slopes)
     ax.set_yticks(y, [f"{_label(p, e)}: {g}" if g else _label(p, e)
                       for p, e, g in zip(slopes["policy"], slopes["env"], verdicts, strict=True)])
-    ax.set_xlabel("log-log slope of R(t) on [t_max/10, t_max] (95 % bootstrap CI)")
+    # the two reference lines are named in the label: a legend below a tall axes floats away
+    ax.set_xlabel("log-log slope of R(t) on [t_max/10, t_max] (95 % bootstrap CI)\n"
+                  "dashed: 0.5 (√T rate); dotted: 1 (linear)")
     ax.set_title("Regret growth exponent, with the growth verdict after each name")
     ax.set_xlim(min(0.0, float(np.nanmin(slopes["ci_low"])) - 0.05),
                 max(1.1, float(np.nanmax(slopes["ci_high"])) + 0.05))
     ax.set_ylim(-0.6, len(slopes) - 0.4)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.grid(True, axis="x", alpha=0.3)
     return fig
 
