@@ -1,6 +1,11 @@
 """One self-contained HTML report: plots embedded as base64 PNG, tables, run context, and a short
 "how to read this" per section. No external assets (fonts, scripts, styles) are referenced.
 
+Order: the verdict first (for replay results: the question, the ranking plot and the paired
+differences against the best policy; analysis.report_verdict), then sim-to-real and the paper's
+metrics, the other sections, the notes, and the run's raw parameters last, folded. A table
+column that is empty for every row is left out, and the page names it.
+
 ``render_report(analysis)`` returns the HTML text (pure); ``run_report`` loads, analyses and
 writes it. The page template is package data (``analysis/templates/report.html``).
 """
