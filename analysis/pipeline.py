@@ -139,6 +139,19 @@ def trace_question(manifest: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _shown_path(path: str) -> str:
+    """A trace path as a reader should see it: relative to the working folder when inside it
+    (the report of `kernelband demo` says `traces/explore-h200`), else its folder name, so a
+    report names no machine's absolute paths."""
+    p = Path(path)
+    if not p.is_absolute():
+        return path
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return p.name
+
+
 def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any]:
     """What a replay compared: policies, environments, trace, GPU, proposer, tasks, T, seeds."""
     replay = params.get("_replay") or {}
@@ -158,7 +171,7 @@ def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any
     sources = sorted({str(e["source"]) for e in envs
                       if e.get("source") and e.get("env") != "synthetic"})
     if sources:
-        question["trace"] = ", ".join(sources)
+        question["trace"] = ", ".join(_shown_path(s) for s in sources)
         question.update(trace_question(_manifest(sources[0])))
     return question
 

@@ -187,3 +187,13 @@ def test_question_names_trace_or_synthetic_instance() -> None:
                     "greedy.")
     assert "on the trace traces/x recorded on NVIDIA H200 with the mutate proposer?" in \
         question_text({"trace": "traces/x", "gpu": "NVIDIA H200", "proposer": "mutate"})
+
+
+def test_question_names_a_trace_by_a_relative_path_not_the_machines(tmp_path, monkeypatch):
+    from analysis.pipeline import _shown_path
+
+    monkeypatch.chdir(tmp_path)
+    inside = tmp_path / "traces" / "explore-h200"
+    assert _shown_path(str(inside)) == "traces/explore-h200"
+    assert _shown_path("/elsewhere/runs/explore-h200") == "explore-h200"
+    assert _shown_path("traces/explore-h200") == "traces/explore-h200"
