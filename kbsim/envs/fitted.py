@@ -36,7 +36,7 @@ import pyarrow as pa
 from numba import njit
 
 from kbsim.envs.data import FITTED, I_KNN, Env, make_env
-from kbsim.envs.recorded import compile_recorded
+from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
 
@@ -48,11 +48,13 @@ def build_fitted(
     knn: int = 5,
     tasks: Sequence[str] | None = None,
     description: str = "trace",
+    not_applicable: str = "unavailable",
 ) -> Env:
     """The fitted environment of a trace's steps and kernels tables (k = `knn` neighbours)."""
     if knn < 1:
         raise ValueError(f"knn must be >= 1, got {knn}.")
     fields, task_ids = compile_recorded(steps, kernels, tasks, knn=knn)
+    apply_na_rule(fields, not_applicable)
     fields["iparams"][I_KNN] = knn
     return Env(
         name="fitted",

@@ -39,7 +39,7 @@ import pyarrow as pa
 from numba import njit
 
 from kbsim.envs.data import I_ON_EXHAUST, NEAREST, ON_EXHAUST, STOP, TAPE, Env, make_env
-from kbsim.envs.recorded import compile_recorded
+from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
 
@@ -51,6 +51,7 @@ def build_tape(
     on_exhaust: str = "resample",
     tasks: Sequence[str] | None = None,
     description: str = "trace",
+    not_applicable: str = "unavailable",
 ) -> Env:
     """The tape environment of a trace's steps and kernels tables."""
     if on_exhaust not in ON_EXHAUST:
@@ -58,6 +59,7 @@ def build_tape(
             f"unknown on-exhaust rule {on_exhaust!r}; expected one of {', '.join(ON_EXHAUST)}."
         )
     fields, task_ids = compile_recorded(steps, kernels, tasks)
+    apply_na_rule(fields, not_applicable)
     fields["iparams"][I_ON_EXHAUST] = ON_EXHAUST[on_exhaust]
     return Env(
         name="tape",

@@ -10,7 +10,14 @@ of a step is fixed here::
     prepare -> reveal the representatives' signatures -> select -> attempt (propose, evaluate)
             -> update -> add a correct child to the pool -> record
 
-and the policy's RNG is `kbsim.rng.policy_rng(seed, task_id)`, so the compiled `select` /
+A ``not_applicable`` attempt (DESIGN.md, "Not-applicable proposals") is no step of T: the pair
+is marked (`kernels.mark_na`, no statistic changes), the attempt is recorded, and the policy
+selects again within the same step; when no applicable (parent, strategy) pair is left the
+episode stops with `NO_APPLICABLE_PAIR` as its reason. Every attempt has its own index (the
+trace's ``step`` column: attempts numbered 0, 1, ... per task), so a step of T may span several
+rows: its not-applicable ones, then the one that consumed it.
+
+The policy's RNG is `kbsim.rng.policy_rng(seed, task_id)`, so the compiled `select` /
 `update` make the same draws here as in the compiled replay loop (`kbsim.replay.engine`, which
 inlines the same order for speed; tests/live/test_live_tape_exact.py holds the two equal).
 
@@ -25,11 +32,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsim.policies.kernels import prepare, representatives, select, update
+from kbsim.policies.kernels import mark_na, prepare, representatives, select, update
 from kbsim.policies.spec import PolicySpec
 from kbsim.policies.state import HW_DIM, PROF_DIM, new_pool, new_state, pool_add
 from kbsim.rng import policy_rng
 from kbsim.strategies import STRATEGIES
+
+NOT_APPLICABLE = "not_applicable"
+#: why an episode stops when every (parent, strategy) pair is known not applicable
+NO_APPLICABLE_PAIR = "no applicable (parent, strategy) pair left: every proposal was not_applicable"
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,9 @@ class Choice:
 class Attempt:
     """What the world made of a choice.
 
-    status: ``ok`` (a correct child; `ms`, `phi`, `rt6` required) or a failure status of the
-    trace schema. `member`: the caller's record of the child, kept as `Episode.members[idx]`.
+    status: ``ok`` (a correct child; `ms`, `phi`, `rt6` required), ``not_applicable`` (the
+    proposer cannot apply the strategy to that parent: no step is spent) or a failure status of
+    the trace schema. `member`: the caller's record of the child, kept as `Episode.members[idx]`.
     `key`: the child's pool key (default: its pool index). `prof9`: the child's 9-dim profile
     given to the policy at once (v1 reads it), else unknown. `note`: anything the world wants
     back in `World.record`.
@@ -70,15 +82,20 @@ class Attempt:
     def correct(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def not_applicable(self) -> bool:
+        return self.status == NOT_APPLICABLE
+
 
 @dataclass
 class StepResult:
     """One recorded attempt, as `World.record` receives it."""
 
     step: int  # the step of T this attempt belongs to
+    index: int  # the attempt's number in the task (the trace's `step` column)
     choice: Choice
     attempt: Attempt
-    reward: float
+    reward: float  # the policy's reward; 0.0 for a not-applicable attempt (no update)
     child: int | None  # pool index of the correct child, None otherwise
 
 
@@ -106,7 +123,8 @@ class Episode:
     seed: int
     max_pool: int
     members: list[Any] = field(default_factory=list)
-    step: int = 0
+    step: int = 0  # steps of T done
+    attempts: int = 0  # attempts recorded (not-applicable ones included)
     stopped: str | None = None
 
     def __post_init__(self) -> None:
@@ -185,22 +203,37 @@ class Episode:
 
     # -- the step --------------------------------------------------------------------------
 
+    def mark_not_applicable(self, choice: Choice) -> None:
+        """The chosen strategy cannot be applied to the chosen parent: the policy learns it
+        (no statistic is updated)."""
+        mark_na(self.state, choice.parent, choice.strategy)
+
     def run_step(self, world: World) -> bool:
-        """One step of the budget T in the documented order; False when the episode ended
-        (`stopped` says why)."""
+        """One step of the budget T in the documented order (not-applicable attempts within
+        it); False when the episode ended (`stopped` says why)."""
         wanted = self.wanted_signatures()
         if wanted:
             world.reveal(self, wanted)
-        choice = self.select()
-        attempt = world.attempt(self, choice)
-        if attempt is None:
-            self.stopped = "the world ended the episode"
-            return False
-        reward, child = self.update(choice, attempt)
-        step = self.step
-        self.step += 1
-        world.record(self, StepResult(step, choice, attempt, reward, child))
-        return True
+        while True:
+            choice = self.select()
+            if choice.parent < 0:
+                self.stopped = NO_APPLICABLE_PAIR
+                return False
+            attempt = world.attempt(self, choice)
+            if attempt is None:
+                self.stopped = "the world ended the episode"
+                return False
+            index = self.attempts
+            self.attempts += 1
+            if attempt.not_applicable:
+                self.mark_not_applicable(choice)
+                world.record(self, StepResult(self.step, index, choice, attempt, 0.0, None))
+                continue
+            reward, child = self.update(choice, attempt)
+            step = self.step
+            self.step += 1
+            world.record(self, StepResult(step, index, choice, attempt, reward, child))
+            return True
 
     def run(self, world: World, steps: int,
             should_stop: Callable[[], str | None] | None = None) -> str | None:

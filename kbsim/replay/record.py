@@ -15,9 +15,9 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from kbsim.envs.data import Env, new_scratch
+from kbsim.envs.data import NA_STATUS, Env, new_scratch
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, env_step
-from kbsim.policies.episode import Attempt, Choice, Episode, StepResult
+from kbsim.policies.episode import NOT_APPLICABLE, Attempt, Choice, Episode, StepResult
 from kbsim.policies.spec import PolicySpec, parse_policy
 from kbsim.rng import env_rng
 from kbsim.strategies import STRATEGIES
@@ -84,6 +84,8 @@ class EnvWorld:
         if status < 0:  # a `stop` tape ran out
             return None
         note = (int(tokens), float(cost))
+        if status == NA_STATUS:
+            return Attempt(NOT_APPLICABLE, note=note)
         if status != 1:
             return Attempt("compile_error", note=note)
         # the child's id is its future pool index
@@ -105,8 +107,8 @@ class EnvWorld:
         self.writer.append_step({
             "run_id": self.run_id,
             "task_id": self.task_id,
-            "step": result.step,
-            "time": _START + timedelta(seconds=result.step),
+            "step": result.index,
+            "time": _START + timedelta(seconds=result.index),
             "policy": str(episode.spec),
             "seed": self.seed,
             "logging_propensity": float(choice.propensity),
@@ -115,7 +117,7 @@ class EnvWorld:
             "strategy": STRATEGIES[choice.strategy],
             "child_id": child_id,
             "status": attempt.status,
-            "error": None if ok else "simulated failure",
+            "error": None if ok else f"simulated {attempt.status}",
             "parent_ms": float(episode.pool.ms[parent]),
             "child_ms": float(attempt.ms) if ok else None,
             "reward": float(result.reward),
@@ -148,6 +150,7 @@ def record_trace(
         "tasks": list(env.task_ids),
         "run_ids": [run_id],
         "start_time": _START.isoformat(),
+        "not_applicable_rule": "unavailable",
     }
     max_pool = max(env.n_init) + steps
     with TraceWriter(path, manifest, flush_every=1 << 30) as writer:

@@ -148,6 +148,8 @@ class LiveRunner:
                        "spec": str(self.spec)},
             "tasks": [t.name for t in self.tasks],
             "run_ids": [self.run_id],
+            # issue #18: not_applicable attempts spend no step (traces/SCHEMA.md)
+            "not_applicable_rule": "unavailable",
             "config": self.config.public_dict(),
         }
 

@@ -112,7 +112,7 @@ class TaskWorld:
         evaluation = note.evaluation
         child = episode.members[result.child] if result.child is not None else None
         row = step_row(
-            run_id=self.runner.run_id, task_id=self.task.name, step=result.step,
+            run_id=self.runner.run_id, task_id=self.task.name, step=result.index,
             policy=str(episode.spec), seed=episode.seed, choice=choice, parent=parent,
             proposal=note.proposal, status=evaluation.status, error=evaluation.error,
             child_id=evaluation.kernel_id, child_ms=child.ms if child else None,
