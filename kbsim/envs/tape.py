@@ -21,6 +21,11 @@ stand-in ratios compound past anything the trace ever ran (3.1x against a record
 in 400 steps on a synthetic trace). Outcomes served from a kernel's own tape carry recorded
 runtimes, never below the floor, and are unchanged.
 
+A recorded ``not_applicable`` outcome (DESIGN.md) is an unavailable action: drawn from a tape,
+it spends no step and the policy marks the (member, strategy) pair and selects again; a logged
+run with such rows is thereby replayed exactly. Tape means (pseudo-regret) keep counting it as
+reward 0 (NOTE D62). ``not_applicable="failure"`` replays the rule before issue #18.
+
 A strategy with no outcome at all in the task (nothing to draw from) is an immediate failure
 with no tokens. Coverage = the fraction of steps served fresh from the asked tape.
 
