@@ -237,3 +237,34 @@ def test_profiles_are_recorded_once_per_kernel(tmp_path, evaluator, mode):
         assert profiled < correct or len(correct) == 1
     for row in kernels[kernels["profiled"]].to_dict("records"):
         assert row["profiler"] == "fake-ncu" and len(row["hw_sig"]) == 3
+
+
+# -- not-applicable proposals (issue #18) ------------------------------------------------------
+
+class NothingApplies:
+    """A proposer that can apply no strategy to any kernel (no LLM, no GPU)."""
+
+    name = "nothing-applies"
+
+    def propose(self, task, parent, strategy, *, seed, sample_index):
+        from live.proposers.base import Proposal
+
+        return Proposal(status="not_applicable", code=None, error=f"{strategy}: nothing to do")
+
+
+@pytest.mark.parametrize("policy", ["kernelband-v2", "greedy"])
+def test_a_task_with_no_applicable_pair_stops_with_its_reason(tmp_path, evaluator, policy):
+    from kbsim.policies.episode import NO_APPLICABLE_PAIR
+
+    config = RunConfig(out=str(tmp_path / "t"), tasks="add", policy=policy, steps=10,
+                       device="cpu", profile="off")
+    result = LiveRunner(config, NothingApplies(), show_progress=False,
+                        evaluator=evaluator).run()
+    (summary,) = result.tasks
+    assert summary.stopped == NO_APPLICABLE_PAIR and summary.steps == 0
+    steps = load_trace(tmp_path / "t").steps_df()
+    # each of k0's six strategies tried once, recorded as its own row, none spending a step
+    assert sorted(steps["strategy"]) == sorted(
+        ["tiling", "vectorization", "fusion", "pipeline", "reordering", "access_layout"])
+    assert (steps["status"] == "not_applicable").all()
+    assert sorted(steps["step"]) == list(range(6))

@@ -1,0 +1,79 @@
+"""Issue #18: where do policies spend their steps, before and after the not-applicable rule?
+
+Replays policies on a recorded exploration trace (tape and fitted, N seeds, T steps) once with
+recorded ``not_applicable`` outcomes as failed steps (the rule before issue #18,
+``not_applicable="failure"``) and once as unavailable actions (the rule now), and prints per
+task: the geometric mean best speedup over k0, the share of steps that failed, and the share of
+steps per strategy. Both rules run the same code: without not-applicable marks every policy
+takes its previous path, so the "failure" rows reproduce the tables recorded before the rule.
+
+    PYTHONPATH=. python benchmarks/na_rule_arms.py traces/explore-h200 --seeds 100 --steps 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from kbsim.envs.fitted import build_fitted
+from kbsim.envs.recorded import load_tables
+from kbsim.envs.tape import build_tape
+from kbsim.replay.sweep import run_sweep
+from kbsim.strategies import STRATEGIES
+
+POLICIES = ("kernelband-v2", "kernelband-v2-nomask", "greedy")
+SHORT = {"tiling": "til", "vectorization": "vec", "fusion": "fus", "pipeline": "pip",
+         "reordering": "reo", "access_layout": "acc"}
+
+
+def per_task(results: pd.DataFrame, steps: int) -> pd.DataFrame:
+    """policy, env, rule, task: geomean best speedup at T, failure share, strategy shares."""
+    last = results[results["step"] == results.groupby(
+        ["policy", "env", "rule", "task_id", "seed"])["step"].transform("max")]
+    speed = last.groupby(["policy", "env", "rule", "task_id"])["best_speedup"].apply(
+        lambda s: float(np.exp(np.log(s).mean())))
+    keys = ["policy", "env", "rule", "task_id"]
+    fail = 1.0 - results.groupby(keys)["success"].mean()
+    shares = results.assign(s=results["strategy"].map(lambda i: STRATEGIES[i])).groupby(
+        keys)["s"].value_counts(normalize=True).unstack(fill_value=0.0)
+    table = pd.DataFrame({"speedup": speed, "failed": fail}).join(shares)
+    return table.reset_index()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace")
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--csv", default=None, help="also write the table as CSV here")
+    args = parser.parse_args(argv)
+    steps_table, kernels = load_tables(args.trace)
+    frames = []
+    started = time.perf_counter()
+    for rule in ("failure", "unavailable"):
+        envs = [build_tape(steps_table, kernels, not_applicable=rule),
+                build_fitted(steps_table, kernels, not_applicable=rule)]
+        result = run_sweep(args.policies.split(","), envs, list(range(args.seeds)), args.steps)
+        frames.append(result.results.to_pandas().assign(rule=rule))
+    table = per_task(pd.concat(frames, ignore_index=True), args.steps)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    overall = table.groupby(["policy", "env", "rule"])["speedup"].apply(
+        lambda s: float(np.exp(np.log(s).mean())))
+    print(f"# {args.trace}: {args.seeds} seeds, T = {args.steps}, "
+          f"{time.perf_counter() - started:.0f} s\n")
+    print(overall.unstack(["env", "rule"]).round(3).to_markdown())
+    print()
+    cols = ["policy", "env", "rule", "task_id", "speedup", "failed", *STRATEGIES]
+    shown = table[[c for c in cols if c in table.columns]].rename(columns=SHORT)
+    print(shown.round(2).to_markdown(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
