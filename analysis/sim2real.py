@@ -260,8 +260,14 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
     manifest = policy_data.manifests[0] if policy_data.manifests else {}
     spec = policy_spec_of(manifest, policy_steps)
     na_rule = not_applicable or na_rule_of(manifest)
+    no_step: list[str] = []
     if na_rule == "unavailable":  # not-applicable attempts spent no step of the real run
         policy_steps = policy_steps[policy_steps["status"] != "not_applicable"]
+        no_step = sorted(t for t in common if not (policy_steps["task_id"] == t).any())
+        common = [t for t in common if t not in no_step]
+        if not common:
+            raise ValueError("every attempt of the policy trace is not_applicable: no step "
+                             "to compare.")
     dropped: list[str] = []
     if policy_steps["policy"].nunique() > 1 and (policy_steps["policy"] == spec).any():
         dropped = sorted(set(policy_steps["policy"].astype(str)) - {spec})
@@ -292,10 +298,13 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                       table=table, only_in_explore=sorted(explore_tasks - policy_tasks),
                       only_in_policy=sorted(policy_tasks - explore_tasks))
     result.notes.append(
-        "not_applicable proposals replayed as unavailable actions (no step spent), as the "
-        "policy trace recorded them" if na_rule == "unavailable" else
+        "not_applicable proposals replayed as unavailable actions (no step spent); the policy "
+        "trace's not_applicable rows are left out of its steps" if na_rule == "unavailable" else
         "not_applicable proposals replayed as failed steps: the policy trace was recorded "
         "before the not-applicable rule (issue #18), and the replay follows the rule it ran")
+    if no_step:
+        result.notes.append(f"task(s) where the real run spent no step (every attempt "
+                            f"not_applicable), not compared: {', '.join(no_step)}")
     if dropped:
         result.notes.append(f"the policy trace also holds runs of {', '.join(dropped)}: only "
                             f"its {spec} rows are compared")

@@ -30,6 +30,15 @@ SHORT = {"tiling": "til", "vectorization": "vec", "fusion": "fus", "pipeline": "
          "reordering": "reo", "access_layout": "acc"}
 
 
+def markdown(table: pd.DataFrame) -> str:
+    """A Markdown table (no extra dependency)."""
+    cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+             for row in table.itertuples(index=False)]
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |",
+             "| " + " | ".join("---" for _ in table.columns) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
+
+
 def per_task(results: pd.DataFrame, steps: int) -> pd.DataFrame:
     """policy, env, rule, task: geomean best speedup at T, failure share, strategy shares."""
     last = results[results["step"] == results.groupby(
@@ -63,16 +72,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = per_task(pd.concat(frames, ignore_index=True), args.steps)
     if args.csv:
         table.to_csv(args.csv, index=False)
+    report(table, args, time.perf_counter() - started)
+    return 0
+
+
+def report(table: pd.DataFrame, args: argparse.Namespace, seconds: float) -> None:
     overall = table.groupby(["policy", "env", "rule"])["speedup"].apply(
         lambda s: float(np.exp(np.log(s).mean())))
-    print(f"# {args.trace}: {args.seeds} seeds, T = {args.steps}, "
-          f"{time.perf_counter() - started:.0f} s\n")
-    print(overall.unstack(["env", "rule"]).round(3).to_markdown())
+    print(f"# {args.trace}: {args.seeds} seeds, T = {args.steps}, {seconds:.0f} s\n")
+    wide = overall.unstack(["env", "rule"])
+    wide.columns = [f"{env} ({rule})" for env, rule in wide.columns]
+    print(markdown(wide.reset_index()))
     print()
     cols = ["policy", "env", "rule", "task_id", "speedup", "failed", *STRATEGIES]
     shown = table[[c for c in cols if c in table.columns]].rename(columns=SHORT)
-    print(shown.round(2).to_markdown(index=False))
-    return 0
+    print(markdown(shown))
 
 
 if __name__ == "__main__":
