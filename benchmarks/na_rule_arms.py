@@ -13,8 +13,10 @@ takes its previous path, so the "failure" rows reproduce the tables recorded bef
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ import pandas as pd
 from kbsim.envs.fitted import build_fitted
 from kbsim.envs.recorded import load_tables
 from kbsim.envs.tape import build_tape
+from kbsim.replay.record import record_trace
 from kbsim.replay.sweep import run_sweep
 from kbsim.strategies import STRATEGIES
 
@@ -53,6 +56,35 @@ def per_task(results: pd.DataFrame, steps: int) -> pd.DataFrame:
     return table.reset_index()
 
 
+def parent_shares(trace: str, policy: str, seeds: int, steps: int, rule: str,
+                  workdir: Path) -> pd.DataFrame:
+    """Per task, over `seeds` runs of the Python step on the tape env (`record_trace`): the
+    share of steps whose parent was the fastest pool member, and not-applicable answers per
+    run (attempts that spent no step)."""
+    steps_table, kernels = load_tables(trace)
+    env = build_tape(steps_table, kernels, not_applicable=rule)
+    rows = []
+    for seed in range(seeds):
+        out = workdir / f"{policy}-{rule}-{seed}"
+        record_trace(out, env, policy, seed, steps)
+        logged = load_tables(out)[0].to_pandas().sort_values(["task_id", "step"])
+        for task_id, part in logged.groupby("task_id"):
+            best = float(part["parent_ms"].iloc[0])  # k0 (the first parent)
+            fastest = spent = na = 0
+            for row in part.itertuples():
+                if row.status == "not_applicable":
+                    na += 1
+                    continue
+                spent += 1
+                fastest += row.parent_ms <= best
+                if row.status == "ok":
+                    best = min(best, row.child_ms)
+            rows.append({"task_id": task_id, "seed": seed, "fastest_parent": fastest / spent,
+                         "na_per_run": na})
+    table = pd.DataFrame(rows).groupby("task_id")[["fastest_parent", "na_per_run"]].mean()
+    return table.reset_index().assign(policy=policy, rule=rule)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
@@ -60,7 +92,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--csv", default=None, help="also write the table as CSV here")
+    parser.add_argument("--parents", type=int, default=0, metavar="SEEDS",
+                        help="also: share of steps on the fastest parent (tape env, Python "
+                             "step, this many seeds), per task, for each policy and rule")
     args = parser.parse_args(argv)
+    if args.parents:
+        with tempfile.TemporaryDirectory() as tmp:
+            shares = pd.concat([parent_shares(args.trace, policy, args.parents, args.steps,
+                                              rule, Path(tmp))
+                                for policy in args.policies.split(",")
+                                for rule in ("failure", "unavailable")], ignore_index=True)
+        print(markdown(shares[["policy", "rule", "task_id", "fastest_parent", "na_per_run"]]))
+        print()
     steps_table, kernels = load_tables(args.trace)
     frames = []
     started = time.perf_counter()
