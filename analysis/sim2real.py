@@ -23,6 +23,15 @@ fraction of steps where the real curve lies within the band; and a ``geomean`` r
 (mean log ratios, i.e. geometric means of the ratios). A task with several real runs uses the
 median real curve. Tasks present in only one trace are listed, never silently dropped.
 
+Not-applicable proposals (issue #18): a policy trace whose manifest says
+``"not_applicable_rule": "unavailable"`` was recorded under the rule of DESIGN.md (a
+``not_applicable`` attempt spends no step); its not-applicable rows are left out of the real
+curve's steps and the replay treats recorded ``not_applicable`` outcomes as unavailable actions.
+A policy trace without that key was recorded before the rule (``traces/policy-v2-h200``): its
+not-applicable rows were steps that failed, and the replay uses the same old rule
+(``not_applicable="failure"`` on the tape and fitted environments), so that it predicts the run
+that was actually made. `run_sim2real(..., not_applicable=...)` overrides the choice.
+
 NOTE (D60): the bands are over replay seeds, also on the tape (DESIGN.md: tape bands from a
 bootstrap of the tapes). Every seed reads a tape's recorded outcomes in the same order, so a
 tape band is narrow by construction: judge the tape by its gap more than by its in-band share.
@@ -136,9 +145,11 @@ def _k0_scale(env: Any, explore_steps: pd.DataFrame, ref_basis: dict[str, bool])
 
 def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool], policy: str,
                      seeds: int | Sequence[int], horizon: int, envs: Sequence[str],
-                     description: str = "exploration trace") -> pd.DataFrame:
+                     description: str = "exploration trace",
+                     not_applicable: str = "unavailable") -> pd.DataFrame:
     """env, task_id, t, pred_q10, pred_median, pred_q90 and seeds, from replay of ``policy`` on
-    the exploration trace ``data`` (a kbsim TraceData)."""
+    the exploration trace ``data`` (a kbsim TraceData), recorded ``not_applicable`` outcomes
+    replayed under the rule `not_applicable` (see the module docstring)."""
     from kbsim.envs.fitted import build_fitted
     from kbsim.envs.tape import build_tape
     from kbsim.replay.sweep import run_sweep
@@ -146,7 +157,8 @@ def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool]
     explore_steps = data.steps_df()
     builders = {"tape": build_tape, "fitted": build_fitted}
     built = [builders[name](data.steps, data.kernels, tasks=list(tasks),
-                            description=description) for name in envs]
+                            description=description, not_applicable=not_applicable)
+             for name in envs]
     result = run_sweep([policy], built, seeds, horizon, keep_steps=True)
     assert result.results is not None
     res = result.results.select(["env", "task_id", "seed", "step", "best_speedup"]).to_pandas()
@@ -206,10 +218,19 @@ def _horizon(steps: pd.DataFrame) -> int:
     return int(steps.groupby(["run_id", "task_id"]).size().max())
 
 
+def na_rule_of(manifest: dict[str, Any]) -> str:
+    """The not-applicable rule a trace was recorded under: "unavailable" (issue #18, the
+    manifest says so) or "failure" (recorded before the rule, no such key)."""
+    return str(manifest.get("not_applicable_rule") or "failure")
+
+
 def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                  seeds: int | Sequence[int] = 100, envs: Sequence[str] = ENVS,
-                 steps: int | None = None) -> Sim2Real:
+                 steps: int | None = None, not_applicable: str | None = None) -> Sim2Real:
     """Replay the policy trace's policy on the exploration trace and compare (module docstring).
+
+    ``not_applicable``: the rule for recorded ``not_applicable`` outcomes, "unavailable" or
+    "failure"; default: the rule the policy trace was recorded under (`na_rule_of`).
 
     ``steps`` overrides T (default: the policy trace's longest (run, task)). Raises ValueError
     with one sentence on bad input (unknown env, traces without a common task, ...).
@@ -236,8 +257,17 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
             f"the exploration trace ({len(explore_tasks)} tasks, e.g. {min(explore_tasks)}) and "
             f"the policy trace ({len(policy_tasks)} tasks, e.g. {min(policy_tasks)}) share no "
             f"task: nothing to compare.")
-    spec = policy_spec_of(policy_data.manifests[0] if policy_data.manifests else {},
-                          policy_steps)
+    manifest = policy_data.manifests[0] if policy_data.manifests else {}
+    spec = policy_spec_of(manifest, policy_steps)
+    na_rule = not_applicable or na_rule_of(manifest)
+    no_step: list[str] = []
+    if na_rule == "unavailable":  # not-applicable attempts spent no step of the real run
+        policy_steps = policy_steps[policy_steps["status"] != "not_applicable"]
+        no_step = sorted(t for t in common if not (policy_steps["task_id"] == t).any())
+        common = [t for t in common if t not in no_step]
+        if not common:
+            raise ValueError("every attempt of the policy trace is not_applicable: no step "
+                             "to compare.")
     dropped: list[str] = []
     if policy_steps["policy"].nunique() > 1 and (policy_steps["policy"] == spec).any():
         dropped = sorted(set(policy_steps["policy"].astype(str)) - {spec})
@@ -254,7 +284,7 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                  and _has_ref(policy_steps[policy_steps["task_id"] == t]) for t in common}
     real = real_curves(policy_steps, common, ref_basis, horizon)
     pred = predicted_curves(explore_data, common, ref_basis, spec, seeds, horizon, list(envs),
-                            description=str(explore_dir))
+                            description=str(explore_dir), not_applicable=na_rule)
     curves = pred.merge(real, on=["task_id", "t"], how="left")
     curves = curves[["env", "task_id", "t", "real", "pred_q10", "pred_median", "pred_q90",
                      "seeds", "runs"]]
@@ -267,6 +297,14 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                       explore=str(explore_dir), policy_trace=str(policy_dir), curves=curves,
                       table=table, only_in_explore=sorted(explore_tasks - policy_tasks),
                       only_in_policy=sorted(policy_tasks - explore_tasks))
+    result.notes.append(
+        "not_applicable proposals replayed as unavailable actions (no step spent); the policy "
+        "trace's not_applicable rows are left out of its steps" if na_rule == "unavailable" else
+        "not_applicable proposals replayed as failed steps: the policy trace was recorded "
+        "before the not-applicable rule (issue #18), and the replay follows the rule it ran")
+    if no_step:
+        result.notes.append(f"task(s) where the real run spent no step (every attempt "
+                            f"not_applicable), not compared: {', '.join(no_step)}")
     if dropped:
         result.notes.append(f"the policy trace also holds runs of {', '.join(dropped)}: only "
                             f"its {spec} rows are compared")

@@ -60,22 +60,20 @@ def warm_up_policy(policy: str) -> float:
     so the first configuration does not pay for it; returns the seconds it took."""
     import numpy as np
 
+    from kbsim.policies.episode import Attempt, Episode
     from kbsim.policies.spec import parse_policy
-    from live.runner.episode import Episode, KernelInfo
 
     started = time.perf_counter()
-    episode = Episode(parse_policy(policy), "warm-up", 0, 8)
-
-    def kernel(ms: float) -> KernelInfo:
-        return KernelInfo(kernel_id=f"k{ms}", code="", ms=ms, ref_ms=1.0, parent_id=None,
-                          chain=[], phi=np.full(5, ms), rt6=np.zeros(6))
-
-    episode.add_kernel(kernel(1.0))
+    episode = Episode(parse_policy(policy), "warm-up", 0, 9)
+    episode.add_member("k0", ms=1.0, phi=np.full(5, 1.0), rt6=np.zeros(6))
     for step in range(8):
         for idx in episode.wanted_signatures():
             episode.reveal(idx, [50.0, 50.0, 50.0], None)
         choice = episode.select()
-        episode.update(choice, kernel(1.0 / (step + 2)) if step % 2 else None)
+        ms = 1.0 / (step + 2)
+        attempt = (Attempt("ok", ms=ms, phi=np.full(5, ms), rt6=np.zeros(6), member=f"k{ms}")
+                   if step % 2 else Attempt("compile_error"))
+        episode.update(choice, attempt)
     return time.perf_counter() - started
 
 

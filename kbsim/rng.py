@@ -11,6 +11,10 @@ advances it in place (the pynndescent pattern). The same generator exists twice:
 Both produce the same numbers bit for bit (tests/kbsim/test_rng.py), so a reference episode and a
 compiled episode with the same seed make the same choices.
 
+Seeding: `policy_rng(seed, task_id)` and `env_rng(seed, task_id)` (and `episode_rngs`, many at
+once) derive every stream of a live run or a replay from (seed, task), so a live run and its
+replay draw the same numbers.
+
 State layout: ``state[0], state[1]`` are the two 64-bit words of xoroshiro128++ (Blackman and
 Vigna, 2019) stored as int64 (two's complement), ``state[2]`` counts the 64-bit outputs drawn so
 far (handy to check that two implementations drew the same number of times).
@@ -122,6 +126,42 @@ def derive_seed(seed: int, *keys: int | str) -> int:
             raise ValueError(f"derive_seed keys must be int or str, got {key!r}")
     digest = hashlib.blake2b("|".join(parts).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+def policy_rng(seed: int, task_id: str) -> np.ndarray:
+    """The policy's RNG state for one episode (live run or replay) of `task_id` with `seed`.
+
+    The policy's stream depends on (seed, task_id) only, never on the environment, so a policy
+    replayed on the tape of a run it logged itself makes exactly the draws it made live. Every
+    caller of the step (`kbsim.policies.episode.Episode`: the live runner, ``--resume``,
+    `kbsim.replay.record`) and the compiled replay seed the policy with it and draw from it only
+    through `select` / `update` / `prepare`. Both streams are the same for every policy at a
+    given (seed, task): common random numbers across compared policies.
+    """
+    return new_rng(derive_seed(seed, "policy", task_id))
+
+
+def env_rng(seed: int, task_id: str) -> np.ndarray:
+    """The environment's RNG state for one replay episode (never used by a policy)."""
+    return new_rng(derive_seed(seed, "env", task_id))
+
+
+def episode_rngs(stream: str, pairs: Sequence[tuple[str, int]]) -> np.ndarray:
+    """(len(pairs), 3) RNG states of many (task_id, seed) episodes at once: row i equals
+    `policy_rng(seed, task_id)` for stream "policy", `env_rng(seed, task_id)` for "env"."""
+    if stream not in ("policy", "env"):
+        raise ValueError(f"stream must be 'policy' or 'env', got {stream!r}")
+    blake2b, low63 = hashlib.blake2b, (1 << 63) - 1
+    derived = []
+    for task_id, seed in pairs:
+        if isinstance(task_id, str) and isinstance(seed, int) and not isinstance(seed, bool):
+            # derive_seed(seed, stream, task_id), its canonical text written out (hot loop)
+            text = f"i:{seed}|s:{stream}|s:{task_id}".encode()
+            digest = blake2b(text, digest_size=8).digest()
+            derived.append(int.from_bytes(digest, "little") & low63)
+        else:
+            derived.append(derive_seed(seed, stream, task_id))
+    return new_rngs(derived)
 
 
 # ---------------------------------------------------------------------------- compiled

@@ -40,6 +40,16 @@ _VERSION_KEYS: tuple[tuple[str, str], ...] = (
 _FLAGS = {"max_wall_s": "--max-wall", "eval_timeout_s": "--eval-timeout"}
 
 
+#: how the trace's not_applicable attempts were counted (manifest key `not_applicable_rule`)
+NA_RULE_TEXT = {
+    "unavailable": "unavailable actions: a `not_applicable` attempt spent no step of T "
+                   "(issue #18)",
+    "failure": "recorded before issue #18: every `not_applicable` attempt spent a step as a "
+               "failure (reward 0); replay it with the old rule, as `kernelband analyze "
+               "sim2real` does for such a trace",
+}
+
+
 def _size_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -149,6 +159,8 @@ def build_readme(trace_dir: str | Path, commands: Sequence[str] = (),
                   f"{len(manifest.get('tasks', []))} in the manifest"],
         ["attempts", f"{len(steps)} ("
                      + ", ".join(f"{n} {s}" for s, n in status_counts.items()) + ")"],
+        ["not_applicable rule", NA_RULE_TEXT.get(str(manifest.get("not_applicable_rule")),
+                                                 NA_RULE_TEXT["failure"])],
         ["kernels", f"{len(distinct)} distinct, {int(distinct['correct'].sum())} correct, "
                     f"{int(distinct['profiled'].sum())} profiled"],
         ["size on disk", f"{_human(_size_bytes(root))} (steps {_human(_size_bytes(root / 'steps'))}"

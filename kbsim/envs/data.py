@@ -17,6 +17,9 @@ import numpy as np
 from kbsim.strategies import N_STRATEGIES, PHI_DIMS, PROFILE_DIMS, RUNTIME_DIMS
 
 SYNTHETIC, TAPE, FITTED = 0, 1, 2
+#: an environment's answer to an attempt: 1 a correct child, 0 a failure, -1 truncated (tape,
+#: ``stop``), NA_STATUS the strategy is not applicable to that parent (no step is spent)
+NA_STATUS = 2
 ENV_KINDS: dict[str, int] = {"synthetic": SYNTHETIC, "tape": TAPE, "fitted": FITTED}
 
 #: what to do when a tape runs out (tape env)
@@ -46,6 +49,7 @@ class EnvData(NamedTuple):
     k_ms: np.ndarray  # (NK,)
     tape_start: np.ndarray  # (NK * S + 1,) int64
     o_success: np.ndarray  # (NO,) bool
+    o_na: np.ndarray  # (NO,) bool, recorded not_applicable (all False under the legacy rule)
     o_child: np.ndarray  # (NO,) int64 global kernel row of the child, -1 for failures
     o_child_ms: np.ndarray  # (NO,) float64, NaN for failures
     o_parent_ms: np.ndarray  # (NO,) float64 the parent's recorded runtime
@@ -80,6 +84,7 @@ def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
         "k_ms": np.zeros(0),
         "tape_start": np.zeros(1, np.int64),
         "o_success": np.zeros(0, np.bool_),
+        "o_na": np.zeros(0, np.bool_),
         "o_child": np.zeros(0, np.int64),
         "o_child_ms": np.zeros(0),
         "o_parent_ms": np.zeros(0),

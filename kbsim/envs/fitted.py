@@ -11,6 +11,13 @@ those of the neighbours. The exact mean reward of an arm under the model is the 
 neighbours' tape means, so pseudo-regret is exact for the fitted model. A strategy with no
 recorded outcome in the task fails at once with no tokens (mean 0).
 
+Not-applicable outcomes (DESIGN.md): a drawn recorded ``not_applicable`` outcome is answered as
+such (no step; the policy marks the pair), so an attempt on an arm not yet known unavailable is
+not applicable with the share of ``not_applicable`` among the neighbours' outcomes: the model's
+P(not applicable | strategy, phi(parent)). Arm means (for pseudo-regret) keep the recorded
+rewards, a ``not_applicable`` outcome counting 0 (NOTE D62). ``not_applicable="failure"``
+replays the rule before issue #18 (a failure spending a step).
+
 NOTE (D44): a pool member's neighbours are those of the recorded kernel its features come from
 (k0, or the recorded child an outcome was drawn from), found once at build time in that kernel's
 recorded phi; they are not searched again for the member's rescaled runtime (phi[0]). This keeps
@@ -36,7 +43,7 @@ import pyarrow as pa
 from numba import njit
 
 from kbsim.envs.data import FITTED, I_KNN, Env, make_env
-from kbsim.envs.recorded import compile_recorded
+from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
 
@@ -48,11 +55,13 @@ def build_fitted(
     knn: int = 5,
     tasks: Sequence[str] | None = None,
     description: str = "trace",
+    not_applicable: str = "unavailable",
 ) -> Env:
     """The fitted environment of a trace's steps and kernels tables (k = `knn` neighbours)."""
     if knn < 1:
         raise ValueError(f"knn must be >= 1, got {knn}.")
     fields, task_ids = compile_recorded(steps, kernels, tasks, knn=knn)
+    apply_na_rule(fields, not_applicable)
     fields["iparams"][I_KNN] = knn
     return Env(
         name="fitted",

@@ -96,6 +96,21 @@ def _fill_median(values: np.ndarray) -> np.ndarray:
     return values
 
 
+#: how a recorded ``not_applicable`` attempt is replayed: "unavailable" (DESIGN.md: the pair is
+#: an unavailable action, no step is spent) or "failure" (the rule before issue #18: a failed
+#: attempt with reward 0 that spends a step; for traces recorded under it)
+NA_RULES: tuple[str, ...] = ("unavailable", "failure")
+
+
+def apply_na_rule(fields: dict[str, np.ndarray], rule: str) -> None:
+    """Apply the not-applicable rule to compiled fields (see `NA_RULES`)."""
+    if rule not in NA_RULES:
+        raise ValueError(f"unknown not-applicable rule {rule!r}; expected one of "
+                         f"{', '.join(NA_RULES)}.")
+    if rule == "failure":
+        fields["o_na"] = np.zeros_like(fields["o_na"])
+
+
 def compile_recorded(
     steps: pa.Table, kernels: pa.Table, tasks: Sequence[str] | None = None, knn: int = 5
 ) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
@@ -122,7 +137,7 @@ def compile_recorded(
     blocks: dict[str, list[np.ndarray]] = {
         k: []
         for k in (
-            "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_child o_child_ms o_parent_ms o_reward "
+            "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_na o_child o_child_ms o_parent_ms o_reward "
             "o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean fit_min_ratio "
             "tape_counts"
         ).split()
@@ -228,6 +243,7 @@ def compile_recorded(
         blocks["k_rt6"].append(_fill_median(_fixed_list(tk["runtime_vec"], 6)))
         blocks["k_ms"].append(k_ms)
         blocks["o_success"].append(success[order])
+        blocks["o_na"].append((ts["status"].to_numpy() == "not_applicable")[order])
         blocks["o_child"].append(np.where(child >= 0, child + offset, -1)[order])
         blocks["o_child_ms"].append(np.where(success, child_ms, np.nan)[order])
         blocks["o_parent_ms"].append(parent_ms[order])

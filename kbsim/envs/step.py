@@ -5,7 +5,8 @@
   scratch.means[idx]; returns the best of them (NaN if none is known);
 - `env_step`: one attempt on (parent, strategy) -> (status, child_ms, child_key, tokens, cost_usd)
   with status 1 = correct child (features written to scratch.child_*), 0 = failure,
-  -1 = episode truncated (tape env, ``stop``);
+  -1 = episode truncated (tape env, ``stop``), NA_STATUS (2) = the strategy is not applicable
+  to that parent (tape / fitted: a recorded ``not_applicable``; synthetic: a planted pair);
 - `env_reveal_hw`: "profile" a pool member: write its hardware signature into pool.hw.
 
 Pool keys: the synthetic env stores each kernel's planted cluster label; tape and fitted store
@@ -28,6 +29,7 @@ from kbsim.envs.data import (
     FITTED,
     I_ON_EXHAUST,
     I_TOKENS,
+    NA_STATUS,
     STOP,
     SYNTHETIC,
 )
@@ -36,6 +38,7 @@ from kbsim.envs.synthetic import (
     syn_arm_means_arrays,
     syn_features_arrays,
     syn_hw,
+    syn_not_applicable,
     syn_step_arrays,
 )
 from kbsim.envs.tape import tape_arm_means_arrays, tape_pick
@@ -94,7 +97,7 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
 
 @njit(cache=True)
 def recorded_outcome(
-    o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
+    o_success, o_na, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
     row, own, rescale, parent_ms, floor_ms, child_phi, child_prof9, child_rt6,
 ):
     """(status, child_ms, child_key, tokens, cost) of recorded outcome `row` for a parent running
@@ -105,6 +108,8 @@ def recorded_outcome(
         return 0, np.nan, -1, 0, 0.0
     tokens = o_tokens[row]
     cost = o_cost[row]
+    if o_na[row]:
+        return NA_STATUS, np.nan, -1, tokens, cost
     if not o_success[row]:
         return 0, np.nan, -1, tokens, cost
     if own:
@@ -129,6 +134,8 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     if kind == SYNTHETIC:
         tokens = env.iparams[I_TOKENS]
         cost = tokens * env.fparams[F_USD_PER_TOKEN]
+        if syn_not_applicable(env.syn_base, task, pool.key[parent], s):
+            return NA_STATUS, np.nan, -1, 0, 0.0
         scratch.served[0] += 1
         ok, child_ms, label = syn_step_arrays(
             env.syn_centers, env.syn_base, env.fparams, env.iparams, task, pool.key[parent],
@@ -153,7 +160,8 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
         if fresh:
             scratch.served[0] += 1
     return recorded_outcome(
-        env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens, env.o_cost,
+        env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
+        env.o_cost,
         env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, pool.ms[parent],
         env.task_floor_ms[task], scratch.child_phi,
         scratch.child_prof9, scratch.child_rt6,

@@ -38,6 +38,11 @@ stationary per-arm gaps; a fixed pool cannot compound anyway. Add ``roofline=R``
 floor. Keys (defaults in SyntheticSpec):
 
 - roofline: the floor's speedup ceiling over k0 (default 8; 0 = no floor; else > 1);
+- na: the share of planted not-applicable pairs (default 0): each (cluster, strategy) of a task
+  is not applicable with probability na (drawn at build time from (seed, task), apart from the
+  instance's other draws); an attempt of strategy s on a member of that cluster answers
+  ``not_applicable`` (no step, no tokens, no env draw). Stored as NaN in the planted base b, so
+  such arms have no mean (they are not actions) and are left out of the best arm;
 
 - K clusters, dim, L, noise, fail, spread, step, jump, gmax, theta (saturation used for planting),
   tokens (per attempt), usd_per_mtok, tasks (instances, task ids ``syn-000``...), seed;
@@ -107,6 +112,7 @@ class SyntheticSpec:
     usd_per_mtok: float = 10.0
     tasks: int = 1
     seed: int = 0
+    na: float = 0.0
     text: str = field(default="default", compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +131,7 @@ class SyntheticSpec:
             (0 < self.mu_best < 1, "mu_best must be in (0, 1)"),
             (self.tokens >= 0 and self.usd_per_mtok >= 0, "tokens and usd_per_mtok must be >= 0"),
             (self.tasks >= 1, "tasks must be >= 1"),
+            (0 <= self.na <= 1, "na must be in [0, 1]"),
             (self.roofline == 0 or self.roofline > 1, "roofline must be 0 (no floor) or > 1"),
         ]
         for ok, message in checks:
@@ -221,6 +228,9 @@ def build_synthetic(spec: SyntheticSpec | str) -> Env:
     hw = np.zeros((n_tasks, spec.K, 3))
     for t in range(n_tasks):
         centres[t], base[t], hw[t] = _instance(spec, t)
+        if spec.na > 0:  # planted not-applicable pairs, from their own stream
+            gen = np.random.default_rng(np.random.SeedSequence([spec.seed, t, 2]))
+            base[t][gen.random((spec.K, N_STRATEGIES)) < spec.na] = np.nan
     fields_.update(syn_centers=centres, syn_base=base, syn_hw=hw)
     fields_["iparams"][[I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS]] = [
         spec.dim,
@@ -373,6 +383,13 @@ def syn_features(
     out_rt6: np.ndarray,
 ) -> None:
     syn_features_arrays(env.syn_hw, env.iparams, task, label, phi, ms, out_prof9, out_rt6)
+
+
+@njit(cache=True, inline="always")
+def syn_not_applicable(base, task, label, s) -> bool:
+    """Whether strategy s is a planted not-applicable pair for members of cluster `label`."""
+    b = base[task, label, s]
+    return b != b
 
 
 @njit(cache=True)

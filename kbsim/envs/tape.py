@@ -21,6 +21,11 @@ stand-in ratios compound past anything the trace ever ran (3.1x against a record
 in 400 steps on a synthetic trace). Outcomes served from a kernel's own tape carry recorded
 runtimes, never below the floor, and are unchanged.
 
+A recorded ``not_applicable`` outcome (DESIGN.md) is an unavailable action: drawn from a tape,
+it spends no step and the policy marks the (member, strategy) pair and selects again; a logged
+run with such rows is thereby replayed exactly. Tape means (pseudo-regret) keep counting it as
+reward 0 (NOTE D62). ``not_applicable="failure"`` replays the rule before issue #18.
+
 A strategy with no outcome at all in the task (nothing to draw from) is an immediate failure
 with no tokens. Coverage = the fraction of steps served fresh from the asked tape.
 
@@ -39,7 +44,7 @@ import pyarrow as pa
 from numba import njit
 
 from kbsim.envs.data import I_ON_EXHAUST, NEAREST, ON_EXHAUST, STOP, TAPE, Env, make_env
-from kbsim.envs.recorded import compile_recorded
+from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
 
@@ -51,6 +56,7 @@ def build_tape(
     on_exhaust: str = "resample",
     tasks: Sequence[str] | None = None,
     description: str = "trace",
+    not_applicable: str = "unavailable",
 ) -> Env:
     """The tape environment of a trace's steps and kernels tables."""
     if on_exhaust not in ON_EXHAUST:
@@ -58,6 +64,7 @@ def build_tape(
             f"unknown on-exhaust rule {on_exhaust!r}; expected one of {', '.join(ON_EXHAUST)}."
         )
     fields, task_ids = compile_recorded(steps, kernels, tasks)
+    apply_na_rule(fields, not_applicable)
     fields["iparams"][I_ON_EXHAUST] = ON_EXHAUST[on_exhaust]
     return Env(
         name="tape",

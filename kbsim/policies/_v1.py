@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from kbsim.policies._kmeans import assign_nearest_t, kmeanspp_seed_t
+from kbsim.policies._na import is_na
 from kbsim.policies.spec import F_ALPHA, F_LR, I_K, I_SGD, I_WARM, I_WARMUP
 from kbsim.rng import rand_int, rand_uniform
 
@@ -178,7 +179,10 @@ def select_v1(fparams, iparams, state, pool, rng):
     prepare_v1(fparams, iparams, state, pool, rng)
     S = state.target.shape[0]
     t = state.t[0]
+    any_na = state.na_n[0] > 0
     if t < iparams[I_WARMUP] * S:
+        if any_na:
+            return _warmup_na(state, pool, S, t)
         best = 0
         for k in range(1, pool.n[0]):
             if pool.ms[k] < pool.ms[best]:
@@ -188,12 +192,14 @@ def select_v1(fparams, iparams, state, pool, rng):
     alpha = fparams[F_ALPHA]
     x = state.sc_x
     best_v = -np.inf
-    bk = 0
-    bs = 0
+    bk = -1
+    bs = -1
     for k in range(pool.n[0]):
         known = profile_features(pool.prof9, k, x)
         c = state.assign[k]
         for s in range(S):
+            if any_na and is_na(state, k, s):
+                continue
             prior = psi(state.w, s, x) if known else 0.5
             n_cs = state.cnt[c, s]
             bonus = math.sqrt(2.0 * log_t / n_cs) if n_cs > 0.0 else np.inf
@@ -202,7 +208,27 @@ def select_v1(fparams, iparams, state, pool, rng):
                 best_v = v
                 bk = k
                 bs = s
+    if bk < 0:  # every (kernel, strategy) pair is known not applicable
+        return -1, -1, -1, np.nan
     return state.assign[bk], bs, bk, 1.0
+
+
+@njit(cache=True, _nrt=False)
+def _warmup_na(state, pool, S, t):
+    """Warm-up with not-applicable pairs known: the fastest member with an applicable
+    strategy, and the first applicable strategy from t mod S on, cyclically."""
+    full = (1 << S) - 1
+    best = -1
+    for k in range(pool.n[0]):
+        if state.na[k] != full and (best < 0 or pool.ms[k] < pool.ms[best]):
+            best = k
+    if best < 0:
+        return -1, -1, -1, np.nan
+    for j in range(S):
+        s = (t + j) % S
+        if not is_na(state, best, s):
+            return state.assign[best], s, best, 1.0
+    return -1, -1, -1, np.nan
 
 
 @njit(cache=True, _nrt=False)

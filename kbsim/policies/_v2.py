@@ -17,6 +17,7 @@ from kbsim.policies._kmeans import (
     sqdist_to_centre,
     zscore_t,
 )
+from kbsim.policies._na import is_na
 from kbsim.policies.spec import (
     F_C,
     F_EPS,
@@ -128,23 +129,36 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
             for d in range(3):
                 state.pc_n[c, d] = 0
         n_open = 0
+        dead = 0  # bit s: every member of c is known not applicable for s (a closed arm)
+        if state.na_n[0] > 0:
+            dead = _dead_arms(state, c, S)
         for s in range(S):
             dim = state.target[s]
-            closed = masking and pool.hw[r, dim] >= fparams[F_THETA + dim]
+            closed = (masking and pool.hw[r, dim] >= fparams[F_THETA + dim]) or (
+                (dead >> s) & 1 == 1)
             state.mask[c, s] = 0 if closed else 1
             n_open += state.mask[c, s]
-        if n_open == 0:
+        if n_open == 0:  # the safety rule: reopen the least-saturated applicable strategies
             least = np.inf
             for s in range(S):
                 dim = state.target[s]
                 over = pool.hw[r, dim] - fparams[F_THETA + dim]
-                if over < least:
+                if (dead >> s) & 1 == 0 and over < least:
                     least = over
             for s in range(S):
                 dim = state.target[s]
-                if pool.hw[r, dim] - fparams[F_THETA + dim] == least:
+                if (dead >> s) & 1 == 0 and pool.hw[r, dim] - fparams[F_THETA + dim] == least:
                     state.mask[c, s] = 1
     state.mask_dirty[0] = 2 if pending == 1 else 0
+
+
+@njit(cache=True, _nrt=False)
+def _dead_arms(state, c, S) -> int:
+    """Bitmask of the strategies known not applicable to every member of cluster c."""
+    dead = (1 << S) - 1
+    for j in range(state.size[c]):
+        dead &= state.na[state.members[c, j]]
+    return dead
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -187,6 +201,8 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
                 c = nearest_row(zrow, 0, state.centroids, K)
             _add_member(state, i, c)
         state.n_seen[0] = n
+        if state.na_n[0] > 0:  # a new member may reopen an arm closed as not applicable
+            state.mask_dirty[0] = 1
     if state.mask_dirty[0] != 0:
         compute_mask_v2(fparams, iparams, state, pool)
 
@@ -235,6 +251,8 @@ def _eps_arm(fparams, state, rng):
                     best = state.mu[i, s]
                     gc = i
                     gs = s
+    if n_open == 0:
+        return -1, -1, np.nan
     u = rand_uniform(rng)
     bc = gc
     bs = gs
@@ -383,8 +401,72 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
         c, s, p_arm = _thompson_arm(state, rng)
     else:
         c, s, p_arm = _ucb_arm(fparams, state)
+    if state.na_n[0] > 0:  # not-applicable pairs known: no arm left, or skip such parents
+        if c < 0:
+            return -1, -1, -1, np.nan
+        if _some_member_na(state, c, s):
+            parent, p_parent = choose_parent_na_v2(fparams, state, pool, c, s, rng)
+            return c, s, parent, p_arm * p_parent
     parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
     return c, s, parent, p_arm * p_parent
+
+
+@njit(cache=True, _nrt=False)
+def _some_member_na(state, c, s) -> bool:
+    for j in range(state.size[c]):
+        if is_na(state, state.members[c, j], s):
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def choose_parent_na_v2(fparams, state, pool, c, s, rng):
+    """`choose_parent_v2` over the members of cluster c to which s is not known not
+    applicable (uncached: taken only when some member is): the same softmax, the same rule
+    for a single member (no draw) and for a cluster without signatures (the fastest)."""
+    dim = state.target[s]
+    theta = fparams[F_THETA + dim]
+    temp = fparams[F_TEMPERATURE]
+    ids = state.sc_i
+    cum = state.sc_f
+    m = 0
+    fast = -1
+    signed = False
+    top = -np.inf
+    for j in range(state.size[c]):
+        k = state.members[c, j]
+        if is_na(state, k, s):
+            continue
+        ids[m] = k
+        m += 1
+        if fast < 0 or pool.ms[k] < pool.ms[fast]:
+            fast = k
+        h = pool.hw[k, dim]
+        score = 0.0
+        if h == h:
+            signed = True
+            score = (theta - h) / temp
+        if score > top:
+            top = score
+    if m == 1:
+        return ids[0], 1.0
+    if not signed:
+        return fast, 1.0
+    total = 0.0
+    for j in range(m):
+        h = pool.hw[ids[j], dim]
+        score = (theta - h) / temp if h == h else 0.0
+        total += math.exp(score - top)
+        cum[j] = total
+    u = rand_uniform(rng) * total
+    pick = m - 1
+    for j in range(m):
+        if u < cum[j]:
+            pick = j
+            break
+    h = pool.hw[ids[pick], dim]
+    weight = math.exp(((theta - h) / temp if h == h else 0.0) - top)
+    return ids[pick], weight / total
 
 
 @njit(cache=True, _nrt=False, inline="always")

@@ -15,6 +15,11 @@ Per step the caller does::
 `cluster` is -1 for policies without clusters. `propensity` is the probability the policy gave
 this (parent, strategy) pair (NaN where not computable: Thompson sampling).
 
+A proposal that is ``not_applicable`` (DESIGN.md) is no step: the caller calls
+`mark_na(state, parent, strategy)` instead of `update` and selects again; no statistic changes,
+and `select` never returns a pair known not applicable. With no applicable pair left `select`
+returns parent -1 (and cluster, strategy -1, propensity NaN): the task stops.
+
 Speed notes. Every kernel is compiled with ``_nrt=False`` (NOTE (D35): a private numba option,
 checked with numba 0.68; no reference counting, no allocation except in `representatives`):
 numba would otherwise incref/decref each of the ~50 arrays of the state and pool on every call,
@@ -33,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from kbsim.policies._flat import select_flat, update_flat
+from kbsim.policies._na import mark_na_inline
 from kbsim.policies._v1 import prepare_v1, select_v1, update_v1, v1_reward
 from kbsim.policies._v2 import (
     prepare_due_v2,
@@ -126,6 +132,13 @@ def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child
     failure -1. Call before adding a correct child to the pool."""
     return update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent,
                          child_ms, success)
+
+
+@njit(cache=True, _nrt=False)
+def mark_na(state, parent, strategy) -> None:
+    """Learn that `strategy` is not applicable to pool member `parent` (every policy; no
+    statistic is updated). `mark_na_inline` is the same, for hot loops."""
+    mark_na_inline(state, parent, strategy)
 
 
 @njit(cache=True, _nrt=False)

@@ -23,6 +23,13 @@ KernelBand v2 (ICML version), arms (cluster i, strategy s):
   members k of cluster i; members without a signature score 0; if no member has one, the fastest.
 - reward: r = max(0, (T(parent) - T(child)) / T(parent)), failure 0;  N += 1, mu += (r - mu)/N.
 
+Not-applicable proposals (DESIGN.md; every policy, this module and the others): `mark_na_ref`
+records that strategy s cannot be applied to member k (a bit of ``state.na[k]``); no statistic
+changes and the caller selects again. v2 family: a member known not applicable for s is never
+the parent for s (the softmax runs over the others); an arm whose members are all known not
+applicable is closed like a masked arm, and the safety rule reopens the least-saturated
+*applicable* strategies; no open arm anywhere: select returns (-1, -1, -1, NaN), the task stops.
+
 Ablations on the same machinery (NOTE (D31): eps-greedy and Thompson choose among v2's
 (cluster, strategy) arms, with its masks and parent rule, so that only the arm rule differs):
 `kernelband-v2-nomask` (M = 1 on non-empty clusters),
@@ -162,6 +169,23 @@ def match_labels_ref(new_cent: np.ndarray, old_cent: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------- v2 family
 
 
+def na_bits(state: PolicyState, k: int) -> int:
+    """Strategies known not applicable to member k, as a bitmask."""
+    return int(state.na[k])
+
+
+def is_na_ref(state: PolicyState, k: int, s: int) -> bool:
+    return (na_bits(state, k) >> s) & 1 == 1
+
+
+def mark_na_ref(state: PolicyState, parent: int, strategy: int) -> None:
+    """Twin of `kernels.mark_na`: strategy is not applicable to pool member parent."""
+    if not is_na_ref(state, parent, strategy):
+        state.na[parent] |= 1 << strategy
+        state.na_n[0] += 1
+        state.mask_dirty[0] = 1
+
+
 def _add_member(state: PolicyState, idx: int, c: int) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
@@ -214,10 +238,15 @@ def compute_mask_ref(spec: PolicySpec, state: PolicyState, pool: Pool) -> None:
         if masking and np.isnan(h).all():  # not profiled yet (partial signatures count)
             pending = 1
         over = h[state.target] - theta  # per strategy; >= 0 means saturated
+        members = state.members[c, : state.size[c]]
+        # an arm whose members are all known not applicable is closed
+        dead = np.array([all(is_na_ref(state, int(k), s) for k in members)
+                         for s in range(len(over))])
         closed = (over >= 0.0) if masking else np.zeros(len(over), dtype=bool)
+        closed = closed | dead
         state.mask[c] = ~closed
-        if closed.all():
-            state.mask[c] = over == over.min()
+        if closed.all() and not dead.all():  # reopen the least-saturated applicable ones
+            state.mask[c] = ~dead & (over == over[~dead].min())
     state.mask_dirty[0] = 2 if pending else 0  # 2: recompute once a representative is profiled
 
 
@@ -248,6 +277,8 @@ def _prepare_v2_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.nd
                 c = int(nearest_ref(z[None, :], state.centroids)[0])
             _add_member(state, i, c)
         state.n_seen[0] = n
+        if state.na_n[0] > 0:  # a new member may reopen an arm closed as not applicable
+            state.mask_dirty[0] = 1
     if state.mask_dirty[0]:
         compute_mask_ref(spec, state, pool)
 
@@ -267,6 +298,8 @@ def choose_arm_ref(spec: PolicySpec, state: PolicyState, rng: np.ndarray):
     if spec.kind == KIND_EPS_GREEDY:
         eps = spec.params["eps"]
         arms = _open_arms(state)
+        if not arms:
+            return -1, -1, math.nan
         greedy = _argmax_arm(state.mu, state)
         arm = greedy
         if py_rand_uniform(rng) < eps:
@@ -286,6 +319,7 @@ def choose_parent_ref(spec: PolicySpec, state: PolicyState, pool: Pool, c: int, 
                       rng: np.ndarray) -> tuple[int, float]:
     """Softmax parent sampling inside cluster c for strategy s; (parent, its probability)."""
     members = state.members[c, : state.size[c]]
+    members = np.array([k for k in members if not is_na_ref(state, int(k), s)], dtype=np.int64)
     if len(members) == 1:
         return int(members[0]), 1.0
     dim = state.target[s]
@@ -315,6 +349,8 @@ def select_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.ndarray
         return select_flat_ref(spec, state, pool, rng)
     _prepare_v2_ref(spec, state, pool, rng)
     c, s, p_arm = choose_arm_ref(spec, state, rng)
+    if not (state.mask == 1).any():  # no applicable pair left
+        return -1, -1, -1, math.nan
     parent, p_parent = choose_parent_ref(spec, state, pool, c, s, rng)
     return c, s, parent, p_arm * p_parent
 

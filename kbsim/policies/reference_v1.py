@@ -27,6 +27,9 @@ on the fastest kernel.
   seeds, every member joins its nearest seed and centres become member means; every later
   kernel joins its nearest centre, which moves by (x - centre) / count.
 - reward r = 1 - T(child) / T(parent); failures -1 (and never enter the pool).
+- not applicable (DESIGN.md): pairs (k, s) known not applicable are skipped by the argmax; the
+  warm-up takes the fastest member with an applicable strategy and the first applicable
+  strategy from t mod |S| on, cyclically; none left: (-1, -1, -1, NaN).
 """
 
 from __future__ import annotations
@@ -155,9 +158,16 @@ def select_v1_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.ndar
     n = int(pool.n[0])
     n_strategies = len(state.target)
     t = int(state.t[0])
+    na = np.array([[(int(state.na[k]) >> s) & 1 == 1 for s in range(n_strategies)]
+                   for k in range(n)]).reshape(n, n_strategies)
     if t < spec.params["warmup"] * n_strategies:
-        best = int(np.argmin(pool.ms[:n]))
-        return int(state.assign[best]), t % n_strategies, best, 1.0
+        usable = ~na.all(axis=1)
+        if not usable.any():
+            return -1, -1, -1, math.nan
+        best = int(np.argmin(np.where(usable, pool.ms[:n], np.inf)))
+        cycle = [(t + j) % n_strategies for j in range(n_strategies)]
+        s = next(s for s in cycle if not na[best, s])
+        return int(state.assign[best]), s, best, 1.0
     log_t = math.log(max(t, 1))
     pulled = state.cnt > 0.0
     bonus = np.full(state.cnt.shape, np.inf)
@@ -165,6 +175,9 @@ def select_v1_ref(spec: PolicySpec, state: PolicyState, pool: Pool, rng: np.ndar
     prior = _psi_all(state.w, pool.prof9[:n])  # (kernels, strategies)
     clusters = state.assign[:n]
     value = state.mu[clusters] + bonus[clusters] + spec.params["alpha"] * prior
+    value = np.where(na, -np.inf, value)
+    if na.all():
+        return -1, -1, -1, math.nan
     k, s = np.unravel_index(np.argmax(value), value.shape)
     return int(state.assign[k]), int(s), int(k), 1.0
 

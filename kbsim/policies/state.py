@@ -105,6 +105,9 @@ class PolicyState(NamedTuple):
     clustered: np.ndarray  # (1,) int64, 1 once the first (re-)clustering / seeding ran
     last_cluster_t: np.ndarray  # (1,) int64, t of the last re-clustering
     mask_dirty: np.ndarray  # (1,) int64, 1 = recompute the mask, 2 = when a rep gets its hw
+    # not-applicable proposals (DESIGN.md): strategies known not applicable to each member
+    na: np.ndarray  # (max_pool,) int64, bit s set = strategy s not applicable to the member
+    na_n: np.ndarray  # (1,) int64, number of (member, strategy) pairs known not applicable
     # flat (kernel, strategy) statistics of ucb-flat
     fmu: np.ndarray  # (max_pool, S) float64
     fcnt: np.ndarray  # (max_pool, S) float64
@@ -156,8 +159,9 @@ def new_state(
     """
     if max_pool < 1:
         raise ValueError(f"max_pool must be >= 1, got {max_pool}")
-    if n_strategies < 1:
-        raise ValueError(f"n_strategies must be >= 1, got {n_strategies}")
+    if not 1 <= n_strategies <= 62:
+        raise ValueError(f"n_strategies must be in 1..62 (a bitmask per member), got "
+                         f"{n_strategies}")
     if target is None:
         if n_strategies != N_STRATEGIES:
             raise ValueError(
@@ -201,6 +205,8 @@ def new_state(
         clustered=one(),
         last_cluster_t=one(),
         mask_dirty=one(1),
+        na=np.zeros(P, dtype=np.int64),
+        na_n=one(),
         fmu=np.zeros((P if flat else 0, S)),
         fcnt=np.zeros((P if flat else 0, S)),
         w=np.zeros((S if v1 else 0, V1_FEAT)),

@@ -34,12 +34,26 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_ON_EXHAUST, I_TOKENS, STOP, SYNTHETIC
+from kbsim.envs.data import (
+    F_USD_PER_TOKEN,
+    FITTED,
+    I_ON_EXHAUST,
+    I_TOKENS,
+    NA_STATUS,
+    STOP,
+    SYNTHETIC,
+)
 from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
-from kbsim.envs.synthetic import syn_arm_means_arrays, syn_features_arrays, syn_step_arrays
+from kbsim.envs.synthetic import (
+    syn_arm_means_arrays,
+    syn_features_arrays,
+    syn_not_applicable,
+    syn_step_arrays,
+)
 from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
 from kbsim.policies.kernels import (
+    mark_na_inline,
     prepare_inline,
     representatives_into,
     select_inline,
@@ -153,6 +167,7 @@ def run_episode(
     floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
     tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
     o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
+    o_na = env.o_na
     o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
     k_phi, k_prof9, k_rt6 = env.k_phi, env.k_prof9, env.k_rt6
     k_first = env.task_kstart[task]
@@ -190,38 +205,57 @@ def run_episode(
             if _reps_pending(st_rep, st_size, p_hw):
                 for j in range(representatives_into(pkind, state, pool, reps)):
                     env_reveal_hw(ekind, env, task, pool, reps[j])
-        cluster, s, parent, _ = select_inline(pkind, fparams, iparams, state, pool, prng)
-        parent_key = p_key[parent]
-        # --- the environment's answer
-        if ekind == SYNTHETIC:
-            served += 1
-            tok, c = syn_tokens, syn_cost
-            ok, child_ms, child_key = syn_step_arrays(centers, base, efp, eip, task, parent_key,
-                                                      p_phi[parent], p_ms[parent], s, erng,
-                                                      child_phi)
-            status = 1 if ok else 0
-            if ok:
-                syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi, child_ms,
-                                    child_prof9, child_rt6)
-        else:
-            if ekind == FITTED:
-                row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s, erng)
-                own = False
-                if row >= 0:
-                    served += 1
+        # NOTE (issue #18): a not-applicable answer is no step: the pair is marked, the policy
+        # selects again; with no applicable pair left (parent -1) the episode ends here
+        ended = False
+        while True:
+            cluster, s, parent, _ = select_inline(pkind, fparams, iparams, state, pool, prng)
+            if parent < 0:
+                ended = True
+                break
+            parent_key = p_key[parent]
+            # --- the environment's answer
+            if ekind == SYNTHETIC and syn_not_applicable(base, task, parent_key, s):
+                status, child_ms, child_key, tok, c = NA_STATUS, np.nan, -1, 0, 0.0
+            elif ekind == SYNTHETIC:
+                served += 1
+                tok, c = syn_tokens, syn_cost
+                ok, child_ms, child_key = syn_step_arrays(centers, base, efp, eip, task,
+                                                          parent_key, p_phi[parent],
+                                                          p_ms[parent], s, erng, child_phi)
+                status = 1 if ok else 0
+                if ok:
+                    syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi,
+                                        child_ms, child_prof9, child_rt6)
             else:
-                row, own, fresh, truncate = tape_pick_arrays(tape_start, tape_nn, k_first, mode,
-                                                             parent_key, s, cursor, erng)
-                if truncate:
-                    steps_run = t
-                    break
-                if fresh:
-                    served += 1
-            status, child_ms, child_key, tok, c = recorded_outcome(
-                o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9,
-                k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms, child_phi,
-                child_prof9, child_rt6,
-            )
+                if ekind == FITTED:
+                    row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s,
+                                             erng)
+                    own = False
+                    if row >= 0:
+                        served += 1
+                else:
+                    row, own, fresh, truncate = tape_pick_arrays(tape_start, tape_nn, k_first,
+                                                                 mode, parent_key, s, cursor,
+                                                                 erng)
+                    if truncate:
+                        ended = True
+                        break
+                    if fresh:
+                        served += 1
+                status, child_ms, child_key, tok, c = recorded_outcome(
+                    o_success, o_na, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
+                    k_prof9, k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms, child_phi,
+                    child_prof9, child_rt6,
+                )
+            if status != NA_STATUS:
+                break
+            mark_na_inline(state, parent, s)
+            tokens += tok
+            cost += c
+        if ended:
+            steps_run = t
+            break
         success = status == 1
         reward = update_inline(pkind, fparams, iparams, state, pool, cluster, s, parent,
                                child_ms, success)

@@ -9,7 +9,7 @@ named by the chunk's index, so the output directory holds the same parts as the 
 (with the same ``chunk_episodes``) whatever order the chunks finish in.
 
 Results equal the local backend's: an episode depends only on its own two RNG states, derived from
-(seed, task) on the driver (`kbsim.replay.seeding`), never on the worker, the chunking or the
+(seed, task) on the driver (`kbsim.rng.episode_rngs`), never on the worker, the chunking or the
 thread count (see `kbsim.replay.engine`).
 
 Failures: a chunk whose worker process or node is lost, or that raises, is run again by Ray
@@ -37,13 +37,13 @@ from tqdm import tqdm
 
 from kbsim.envs.data import Env, EnvData
 from kbsim.policies.spec import PolicySpec
-from kbsim.replay.seeding import episode_rngs
 from kbsim.replay.sweep import (
     SweepResult,
-    _write_atomic,
     sweep_arguments,
     write_sweep_manifest,
 )
+from kbsim.rng import episode_rngs
+from kbsim.trace.layout import atomic_write_parquet
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def run_sweep_ray(
                 summaries[job.index] = summary
                 if table is not None:
                     if out_dir is not None:
-                        _write_atomic(table, out_dir / f"part-{job.index:06d}.parquet")
+                        atomic_write_parquet(out_dir / f"part-{job.index:06d}.parquet", table)
                     else:
                         tables[job.index] = table
                 bar.update(1)
@@ -234,7 +234,7 @@ def run_sweep_ray(
             ray.cancel(ref, force=True)
     summary = pd.concat([summaries[i] for i in sorted(summaries)], ignore_index=True)
     if out_dir is not None:
-        _write_atomic(pa.Table.from_pandas(summary, preserve_index=False),
-                      out_dir / "_summary.parquet")
+        atomic_write_parquet(out_dir / "_summary.parquet",
+                             pa.Table.from_pandas(summary, preserve_index=False))
     results = pa.concat_tables([tables[i] for i in sorted(tables)]) if tables else None
     return SweepResult(summary=summary, results=results, out=out_dir)

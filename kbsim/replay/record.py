@@ -1,11 +1,12 @@
-"""Record a trace from a simulated run: the live runner's step loop, with an env as the world.
+"""Record a trace from a simulated run: the Python step (`kbsim.policies.episode`) with an
+environment as the world.
 
-`record_trace` runs one policy on every task of an environment, one step at a time from Python,
-in exactly the order `kbsim.replay.engine.run_episode` uses (and the live runner must use:
-prepare -> profile representatives -> select -> evaluate -> update -> add a correct child),
-seeding the policy with `policy_rng(seed, task_id)`, and writes every attempt and every kernel
-with the TraceWriter. Replaying such a trace with the same policy and seed on the tape env
-reproduces the run exactly (tests/kbsim/test_replay_exact.py). Useful for tests and demos.
+`record_trace` runs one policy on every task of an environment through `Episode.run` (the step
+the live runner runs: prepare -> profile representatives -> select -> attempt -> update -> add a
+correct child -> record), the policy seeded with `policy_rng(seed, task_id)` and the environment
+with `env_rng(seed, task_id)`, and writes every attempt and every kernel with the TraceWriter.
+Replaying such a trace with the same policy and seed on the tape env reproduces the run exactly
+(tests/kbsim/test_replay_exact.py). Useful for tests and demos.
 """
 
 from __future__ import annotations
@@ -14,40 +15,116 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
-
-from kbsim.envs.data import Env, new_scratch
+from kbsim.envs.data import NA_STATUS, Env, new_scratch
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, env_step
-from kbsim.policies.kernels import prepare, representatives, select, update
+from kbsim.policies.episode import NOT_APPLICABLE, Attempt, Choice, Episode, StepResult
 from kbsim.policies.spec import PolicySpec, parse_policy
-from kbsim.policies.state import new_pool, new_state, pool_add
-from kbsim.replay.seeding import env_rng, policy_rng
+from kbsim.rng import env_rng
 from kbsim.strategies import STRATEGIES
+from kbsim.trace.rows import kernel_row
 from kbsim.trace.writer import TraceWriter
 
 _START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def _kernel_row(run_id: str, task_id: str, kernel_id: str, parent_id: str | None,
-                chain: list[str], pool, i: int) -> dict:
-    hw = pool.hw[i]
-    return {
-        "run_id": run_id,
-        "task_id": task_id,
-        "kernel_id": kernel_id,
-        "code": f"# simulated kernel {kernel_id}\n",
-        "parent_id": parent_id,
-        "strategy_chain": chain,
-        "correct": True,
-        "ms": float(pool.ms[i]),
-        "timing_backend": "simulated",
-        "phi": [float(v) for v in pool.phi[i]],
-        "runtime_vec": [float(v) for v in pool.rt6[i]],
-        "hw_sig": None if math.isnan(hw[0]) else [float(v) for v in hw],
-        "profile9": [float(v) for v in pool.prof9[i]],
-        "profiled": not math.isnan(hw[0]),
-        "profiler": "simulated",
-    }
+class EnvWorld:
+    """One task of an environment as the world of an `Episode`; members are kernel ids.
+
+    Every kernel's hardware signature is written to the trace when it is created (the recorder
+    profiles every correct kernel), while the policy sees a signature only when it asks.
+    """
+
+    def __init__(self, env: Env, task: int, episode: Episode, writer: TraceWriter,
+                 run_id: str, seed: int) -> None:
+        self.env, self.task, self.writer = env, task, writer
+        self.task_id = env.task_ids[task]
+        self.run_id, self.seed = run_id, seed
+        self.scratch = new_scratch(env.data, episode.max_pool)
+        self.rng = env_rng(seed, self.task_id)
+        self.chains: list[list[str]] = []
+        self._tokens, self._cost = 0, 0.0
+        pool = episode.pool
+        env_init(env.kind, env.data, task, pool, self.scratch, env.n_init[task])
+        ids = [f"{self.task_id}-k{i}" for i in range(int(pool.n[0]))]
+        episode.adopt(ids)
+        for i, kid in enumerate(ids):
+            self.chains.append([])
+            self._write_kernel(episode, i, kid, None)
+
+    def _write_kernel(self, episode: Episode, idx: int, kid: str, parent_id: str | None) -> None:
+        """env_on_add, then the kernel's row with its signature; the policy's view of the
+        signature is left as it was. NOTE (D43): the recorder profiles every correct kernel for
+        the trace; the policy itself sees hw only for its representatives."""
+        env, pool = self.env, episode.pool
+        env_on_add(env.kind, env.data, self.task, pool, self.scratch, idx)
+        saved = pool.hw[idx].copy()
+        env_reveal_hw(env.kind, env.data, self.task, pool, idx)
+        hw = pool.hw[idx].copy()
+        pool.hw[idx] = saved
+        self.writer.append_kernel(kernel_row(
+            run_id=self.run_id, task_id=self.task_id, kernel_id=kid,
+            code=f"# simulated kernel {kid}\n", parent_id=parent_id,
+            strategy_chain=self.chains[idx], correct=True, ms=float(pool.ms[idx]),
+            phi=pool.phi[idx], runtime_vec=pool.rt6[idx], timing_backend="simulated",
+            hw_sig=None if math.isnan(hw[0]) else hw, profile9=pool.prof9[idx],
+            profiler="simulated",
+        ))
+
+    def reveal(self, episode: Episode, wanted: list[int]) -> None:
+        env = self.env
+        for r in wanted:
+            env_reveal_hw(env.kind, env.data, self.task, episode.pool, r)
+
+    def attempt(self, episode: Episode, choice: Choice) -> Attempt | None:
+        env, sc = self.env, self.scratch
+        status, child_ms, child_key, tokens, cost = env_step(
+            env.kind, env.data, self.task, episode.pool, sc, choice.parent, choice.strategy,
+            self.rng,
+        )
+        if status < 0:  # a `stop` tape ran out
+            return None
+        note = (int(tokens), float(cost))
+        if status == NA_STATUS:
+            return Attempt(NOT_APPLICABLE, note=note)
+        if status != 1:
+            return Attempt("compile_error", note=note)
+        # the child's id is its future pool index
+        kid = f"{self.task_id}-k{int(episode.pool.n[0])}"
+        return Attempt("ok", ms=float(child_ms), phi=sc.child_phi.copy(),
+                       rt6=sc.child_rt6.copy(), prof9=sc.child_prof9.copy(),
+                       key=int(child_key), member=kid, note=note)
+
+    def record(self, episode: Episode, result: StepResult) -> None:
+        choice, attempt = result.choice, result.attempt
+        parent = choice.parent
+        child_id = None
+        if result.child is not None:
+            child_id = episode.members[result.child]
+            self.chains.append([*self.chains[parent], STRATEGIES[choice.strategy]])
+            self._write_kernel(episode, result.child, child_id, episode.members[parent])
+        tokens, cost = attempt.note
+        ok = attempt.correct
+        self.writer.append_step({
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "step": result.index,
+            "time": _START + timedelta(seconds=result.index),
+            "policy": str(episode.spec),
+            "seed": self.seed,
+            "logging_propensity": float(choice.propensity),
+            "cluster": int(choice.cluster),
+            "parent_id": episode.members[parent],
+            "strategy": STRATEGIES[choice.strategy],
+            "child_id": child_id,
+            "status": attempt.status,
+            "error": None if ok else f"simulated {attempt.status}",
+            "parent_ms": float(episode.pool.ms[parent]),
+            "child_ms": float(attempt.ms) if ok else None,
+            "reward": float(result.reward),
+            "prompt_tokens": tokens,
+            "completion_tokens": 0,
+            "cost_usd": cost,
+        })
 
 
 def record_trace(
@@ -73,73 +150,12 @@ def record_trace(
         "tasks": list(env.task_ids),
         "run_ids": [run_id],
         "start_time": _START.isoformat(),
+        "not_applicable_rule": "unavailable",
     }
     max_pool = max(env.n_init) + steps
     with TraceWriter(path, manifest, flush_every=1 << 30) as writer:
         for task, task_id in enumerate(env.task_ids):
-            state = new_state(spec, max_pool)
-            pool = new_pool(max_pool)
-            scratch = new_scratch(env.data, max_pool)
-            prng, erng = policy_rng(seed, task_id), env_rng(seed, task_id)
-            env_init(env.kind, env.data, task, pool, scratch, env.n_init[task])
-            ids, chains = [], []
-            for i in range(int(pool.n[0])):
-                env_on_add(env.kind, env.data, task, pool, scratch, i)
-                env_reveal_hw(env.kind, env.data, task, pool, i)
-                ids.append(f"{task_id}-k{i}")
-                chains.append([])
-                writer.append_kernel(_kernel_row(run_id, task_id, ids[i], None, [], pool, i))
-                pool.hw[i] = np.nan  # the policy learns hw only by profiling representatives
-            for t in range(steps):
-                prepare(spec.kind, spec.fparams, spec.iparams, state, pool, prng)
-                for r in representatives(spec.kind, state, pool):
-                    env_reveal_hw(env.kind, env.data, task, pool, r)
-                cluster, s, parent, propensity = select(
-                    spec.kind, spec.fparams, spec.iparams, state, pool, prng
-                )
-                status, child_ms, child_key, tokens, cost = env_step(
-                    env.kind, env.data, task, pool, scratch, parent, s, erng
-                )
-                success = status == 1
-                reward = update(spec.kind, spec.fparams, spec.iparams, state, pool, cluster, s,
-                                parent, child_ms, success)
-                child_id = None
-                if success:
-                    key = child_key
-                    idx = pool_add(pool, scratch.child_phi, scratch.hw, scratch.child_prof9,
-                                   scratch.child_rt6, child_ms, key)
-                    if idx >= 0:
-                        env_on_add(env.kind, env.data, task, pool, scratch, idx)
-                        # NOTE (D43): the recorder profiles every correct kernel for the trace;
-                        # the policy itself saw hw only for its representatives.
-                        saved = pool.hw[idx].copy()
-                        env_reveal_hw(env.kind, env.data, task, pool, idx)
-                        child_id = f"{task_id}-k{idx}"
-                        ids.append(child_id)
-                        chains.append([*chains[parent], STRATEGIES[s]])
-                        writer.append_kernel(_kernel_row(run_id, task_id, child_id, ids[parent],
-                                                         chains[-1], pool, idx))
-                        pool.hw[idx] = saved
-                writer.append_step({
-                    "run_id": run_id,
-                    "task_id": task_id,
-                    "step": t,
-                    "time": _START + timedelta(seconds=t),
-                    "policy": str(spec),
-                    "seed": seed,
-                    "logging_propensity": float(propensity),
-                    "cluster": int(cluster),
-                    "parent_id": ids[parent],
-                    "strategy": STRATEGIES[s],
-                    "child_id": child_id,
-                    "status": "ok" if success else "compile_error",
-                    "error": None if success else "simulated failure",
-                    "parent_ms": float(pool.ms[parent]),
-                    "child_ms": float(child_ms) if success else None,
-                    "reward": float(reward),
-                    "prompt_tokens": int(tokens),
-                    "completion_tokens": 0,
-                    "cost_usd": float(cost),
-                })
+            episode = Episode(spec, task_id, seed, max_pool)
+            world = EnvWorld(env, task, episode, writer, run_id, seed)
+            episode.run(world, steps)
     return Path(path)
-

@@ -17,7 +17,6 @@ directory reads as one RESULTS_SCHEMA dataset.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,6 @@ import numba
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from numba.typed import List
 from tqdm import tqdm
 
@@ -35,7 +33,8 @@ from kbsim.envs.data import Env, new_scratch
 from kbsim.policies.spec import PolicySpec, is_v2_family, parse_policy
 from kbsim.policies.state import new_pool, new_state
 from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs, run_chunk
-from kbsim.replay.seeding import episode_rngs
+from kbsim.rng import episode_rngs
+from kbsim.trace.layout import atomic_write_parquet
 from kbsim.trace.schema import RESULTS_SCHEMA
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -145,16 +144,6 @@ def _summary_rows(
             )
         )
     return pd.concat(frames, ignore_index=True)
-
-
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    tmp = path.with_name("." + path.name + ".tmp")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:  # disk full, killed: never leave a partial file behind
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> tuple:
@@ -289,7 +278,7 @@ def run_sweep(
                 summaries.append(chunk_summary)
                 if table is not None:
                     if out_dir is not None:
-                        _write_atomic(table, out_dir / f"part-{part:06d}.parquet")
+                        atomic_write_parquet(out_dir / f"part-{part:06d}.parquet", table)
                     else:
                         tables.append(table)
                 part += 1
@@ -297,7 +286,7 @@ def run_sweep(
     bar.close()
     summary = pd.concat(summaries, ignore_index=True)
     if out_dir is not None:
-        _write_atomic(pa.Table.from_pandas(summary, preserve_index=False),
-                      out_dir / "_summary.parquet")
+        atomic_write_parquet(out_dir / "_summary.parquet",
+                             pa.Table.from_pandas(summary, preserve_index=False))
     results = pa.concat_tables(tables) if tables else None
     return SweepResult(summary=summary, results=results, out=out_dir)

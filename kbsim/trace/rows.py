@@ -125,3 +125,70 @@ def conform_table(table: pa.Table, schema: pa.Schema, table_name: str) -> pa.Tab
             raise ValueError(f"{table_name} table: required column {field.name!r} is missing")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _finite(value: Any) -> float | None:
+    """A float, or None for a missing or non-finite value (NaN is stored as null)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _finite_list(values: Any) -> list[float | None] | None:
+    return None if values is None else [_finite(v) for v in values]
+
+
+def kernel_row(
+    *,
+    run_id: str,
+    task_id: str,
+    kernel_id: str,
+    code: str,
+    parent_id: str | None,
+    strategy_chain: Sequence[str],
+    correct: bool,
+    ms: float | None,
+    phi: Sequence[float] | None,
+    runtime_vec: Sequence[float] | None,
+    timing_backend: str,
+    shape_ms: Sequence[float] | None = None,
+    timing_cv: float | None = None,
+    registers: int | None = None,
+    shared_bytes: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    hw_sig: Sequence[float] | None = None,
+    profile9: Sequence[float] | None = None,
+    profiler: str | None = None,
+) -> dict[str, Any]:
+    """THE builder of a KERNELS_SCHEMA row (live runner, simulated recorder, tests).
+
+    Rules: non-finite floats are stored as null; ``ms`` and ``shape_ms`` only for a correct
+    kernel; the kernel is ``profiled`` exactly when a hardware signature is given, and then
+    ``profiler`` names what measured it; ``profile9`` is stored whenever given.
+    """
+    profiled = hw_sig is not None and any(_finite(v) is not None for v in hw_sig)
+    return {
+        "run_id": run_id,
+        "task_id": task_id,
+        "kernel_id": kernel_id,
+        "code": code,
+        "parent_id": parent_id,
+        "strategy_chain": list(strategy_chain),
+        "correct": bool(correct),
+        "ms": _finite(ms) if correct else None,
+        "shape_ms": _finite_list(shape_ms) if correct else None,
+        "timing_cv": _finite(timing_cv),
+        "timing_backend": timing_backend,
+        "registers": registers,
+        "shared_bytes": shared_bytes,
+        "num_warps": num_warps,
+        "num_stages": num_stages,
+        "phi": _finite_list(phi),
+        "runtime_vec": _finite_list(runtime_vec),
+        "hw_sig": _finite_list(hw_sig) if profiled else None,
+        "profile9": _finite_list(profile9),
+        "profiled": profiled,
+        "profiler": profiler if profiled else None,
+    }

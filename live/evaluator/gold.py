@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.evaluator import Evaluator
 from live.evaluator.result import EvalResult
 from live.evaluator.task_source import resolve_tasks
@@ -87,6 +88,4 @@ def write_reference_timings(path: str | Path, task_spec: str, checks: Sequence[G
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=list))
-    tmp.replace(path)
+    atomic_write_bytes(path, json.dumps(record, indent=2, default=list).encode())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -24,13 +22,6 @@ def short_error(message: str, limit: int = MAX_ERROR_CHARS) -> str:
     """One message, whitespace collapsed, truncated to `limit` characters."""
     text = " ".join(str(message).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -95,47 +86,6 @@ class EvalResult:
             if isinstance(value, tuple):
                 out[key] = list(value)
         return out
-
-    def to_kernel_row(
-        self,
-        *,
-        run_id: str,
-        code: str,
-        parent_id: str | None = None,
-        strategy_chain: Sequence[str] = (),
-        hw_sig: Sequence[float] | None = None,
-        profile9: Sequence[float] | None = None,
-        profiler: str | None = None,
-    ) -> dict[str, Any]:
-        """One row of ``kbsim.trace.schema.KERNELS_SCHEMA`` (NaN stored as null)."""
-
-        def vec(values: Sequence[float] | None) -> list[float | None] | None:
-            return None if values is None else [_finite_or_none(v) for v in values]
-
-        profiled = hw_sig is not None or profile9 is not None
-        return {
-            "run_id": run_id,
-            "task_id": self.task_id,
-            "kernel_id": self.kernel_id,
-            "code": code,
-            "parent_id": parent_id,
-            "strategy_chain": list(strategy_chain),
-            "correct": bool(self.correct),
-            "ms": _finite_or_none(self.ms) if self.correct else None,
-            "shape_ms": list(self.shape_ms) if self.shape_ms is not None else None,
-            "timing_cv": _finite_or_none(self.timing_cv),
-            "timing_backend": self.timing_backend,
-            "registers": self.registers,
-            "shared_bytes": self.shared_bytes,
-            "num_warps": self.num_warps,
-            "num_stages": self.num_stages,
-            "phi": vec(self.phi),
-            "runtime_vec": vec(self.runtime_vec),
-            "hw_sig": vec(hw_sig),
-            "profile9": vec(profile9),
-            "profiled": profiled,
-            "profiler": profiler if profiled else None,
-        }
 
 
 def failure(status: str, kernel_id: str, task_id: str, error: str, **extra: Any) -> EvalResult:

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.hashing import kernel_id
 from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
 from live.evaluator.task_source import canonical_spec
@@ -196,9 +197,7 @@ class NcuProfiler:
         cache = self._cache_path(result.task_id, result.kernel_id)
         if cache is not None and result.profiled:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(result), default=_json_default))
-            tmp.replace(cache)
+            atomic_write_bytes(cache, json.dumps(asdict(result), default=_json_default).encode())
 
     def profile_many(self, task_name: str, codes: list[str], *, batch_size: int = 24,
                      calls: int = 2) -> list[ProfileResult]:

@@ -28,7 +28,7 @@ class RunConfig:
         tasks: ``builtin``, ``softmax,layernorm`` or ``tritonbench:PATH``.
         policy: policy spec, e.g. ``kernelband-v2:K=5`` (kbsim.policies.spec).
         steps: attempts per task.
-        seed: seeds the policy (kbsim.replay.seeding.policy_rng) and the proposer.
+        seed: seeds the policy (kbsim.rng.policy_rng) and the proposer.
         run_id: defaults to ``<policy name>-s<seed>``.
         device: ``auto`` | ``cuda`` | ``cpu`` (CPU: Triton interpreter, tiny shapes).
         profile: ``reps`` profiles the cluster representatives the policy asks for, ``all``

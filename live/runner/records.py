@@ -6,9 +6,11 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
+from kbsim.policies.episode import Choice
+from kbsim.trace.rows import kernel_row as build_kernel_row
 from live.evaluator import EvalResult
 from live.proposers.base import Proposal
-from live.runner.episode import Choice, KernelInfo
+from live.runner.kernels import KernelInfo
 
 
 def _finite(value: float | None) -> float | None:
@@ -18,40 +20,23 @@ def _finite(value: float | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _vec(values: Any) -> list[float | None] | None:
-    if values is None:
-        return None
-    return [_finite(v) for v in values]
-
-
 def kernel_row(run_id: str, task_id: str, code: str, result: EvalResult,
                parent_id: str | None, chain: list[str], profile: Any | None) -> dict[str, Any]:
     """A KERNELS_SCHEMA row for an evaluated candidate (correct or not), with its profile if
-    one was taken (`profile` is a live.profiler.ProfileResult)."""
+    one was taken (`profile` is a live.profiler.ProfileResult): the evaluator's fields handed
+    to THE kernel-row builder, `kbsim.trace.rows.kernel_row`."""
     profiled = bool(profile is not None and profile.profiled and profile.hw_sig is not None)
-    return {
-        "run_id": run_id,
-        "task_id": task_id,
-        "kernel_id": result.kernel_id,
-        "code": code,
-        "parent_id": parent_id,
-        "strategy_chain": list(chain),
-        "correct": bool(result.correct),
-        "ms": _finite(result.ms) if result.correct else None,
-        "shape_ms": _vec(result.shape_ms) if result.correct else None,
-        "timing_cv": _finite(result.timing_cv),
-        "timing_backend": result.timing_backend,
-        "registers": result.registers,
-        "shared_bytes": result.shared_bytes,
-        "num_warps": result.num_warps,
-        "num_stages": result.num_stages,
-        "phi": _vec(result.phi),
-        "runtime_vec": _vec(result.runtime_vec),
-        "hw_sig": _vec(profile.hw_sig) if profiled else None,
-        "profile9": _vec(profile.profile9) if profiled and profile.profile9 else None,
-        "profiled": profiled,
-        "profiler": profile.profiler if profiled else None,
-    }
+    return build_kernel_row(
+        run_id=run_id, task_id=task_id, kernel_id=result.kernel_id, code=code,
+        parent_id=parent_id, strategy_chain=chain, correct=result.correct, ms=result.ms,
+        shape_ms=result.shape_ms, timing_cv=result.timing_cv,
+        timing_backend=result.timing_backend, registers=result.registers,
+        shared_bytes=result.shared_bytes, num_warps=result.num_warps,
+        num_stages=result.num_stages, phi=result.phi, runtime_vec=result.runtime_vec,
+        hw_sig=profile.hw_sig if profiled else None,
+        profile9=profile.profile9 if profiled and profile.profile9 else None,
+        profiler=profile.profiler if profiled else None,
+    )
 
 
 def step_row(*, run_id: str, task_id: str, step: int, policy: str, seed: int, choice: Choice,

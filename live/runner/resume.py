@@ -10,7 +10,7 @@ import numpy as np
 
 from kbsim.trace.reader import load_trace
 from live.runner.config import RunConfig
-from live.runner.episode import Episode, KernelInfo
+from live.runner.kernels import KernelInfo, features
 
 #: config fields that must not change between a run and its resumption
 _FIXED = ("tasks", "policy", "seed", "device", "profile")
@@ -59,7 +59,7 @@ class RecordedRun:
         row = self._kernels.get((task_id, kid))
         if row is None or not row["correct"] or _float(row["ms"]) is None:
             return None
-        phi, rt6 = Episode.features(row["phi"], row["runtime_vec"])
+        phi, rt6 = features(row["phi"], row["runtime_vec"])
         meta = {k: row[k] for k in ("registers", "shared_bytes", "num_warps", "num_stages")
                 if row.get(k) is not None}
         profiled = bool(row["profiled"]) and row["hw_sig"] is not None

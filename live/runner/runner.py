@@ -4,8 +4,12 @@ Each task runs its own `Episode` in a thread (``in_flight`` at a time) so that o
 latency overlaps another's GPU work; evaluation and profiling go through one lock on a GPU, so
 timings are never taken concurrently on a device. Every attempt is written to the trace as it
 finishes (its child kernel first, then the step), so a killed run loses at most the attempts in
-flight, and ``resume=True`` replays the recorded steps through the same compiled policy to rebuild
-its state exactly before going on.
+flight, and ``resume=True`` feeds the recorded attempts back through the same step loop to rebuild
+the policy's state exactly before going on.
+
+The step itself (its order and rules) is `kbsim.policies.episode.Episode.run`; this module runs
+the tasks and owns the run-wide parts (evaluator, profiler, trace writer, budgets), and
+`live.runner.world.TaskWorld` supplies a task's proposals, evaluations and records.
 """
 
 from __future__ import annotations
@@ -21,35 +25,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbsim.policies.episode import Episode
 from kbsim.policies.spec import parse_policy
+from kbsim.trace.layout import atomic_write_bytes
 from kbsim.trace.writer import TraceWriter
 from live.evaluator import Evaluator, kernel_id
 from live.evaluator.evaluator import resolve_device
 from live.evaluator.gpu_lock import GpuLock
 from live.profiler import NcuProfiler
-from live.proposers.base import ParentInfo, Proposal, Proposer
+from live.proposers.base import Proposer
 from live.proposers.budget import Budget
 from live.runner.config import RunConfig
-from live.runner.episode import Choice, Episode, KernelInfo
+from live.runner.kernels import KernelInfo, features
 from live.runner.progress import Progress, TaskStatus
-from live.runner.records import kernel_row, step_row
-from live.runner.resume import RecordedRun, ResumeError, load_recorded
+from live.runner.records import kernel_row
+from live.runner.resume import RecordedRun, load_recorded
+from live.runner.world import Evaluation, TaskWorld
 from live.tasks.base import Task
 from live.tasks.registry import resolve_tasks
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Outcome:
-    """What became of one candidate: a correct `kernel`, or a failure status and error."""
-
-    status: str
-    error: str | None = None
-    kernel: KernelInfo | None = None
-    kernel_id: str | None = None
-    ref_ms: float | None = None
-    eval_latency_s: float | None = None
 
 
 @dataclass
@@ -153,6 +148,8 @@ class LiveRunner:
                        "spec": str(self.spec)},
             "tasks": [t.name for t in self.tasks],
             "run_ids": [self.run_id],
+            # issue #18: not_applicable attempts spend no step (traces/SCHEMA.md)
+            "not_applicable_rule": "unavailable",
             "config": self.config.public_dict(),
         }
 
@@ -192,27 +189,23 @@ class LiveRunner:
 
     def _run_task(self, task: Task, recorded: RecordedRun | None) -> TaskSummary:
         status = TaskStatus()
-        episode = Episode(self.spec, task.name, self.config.seed, self.config.steps)
-        cache: dict[str, Outcome] = {}
+        episode = Episode(self.spec, task.name, self.config.seed, self.config.steps + 1)
+        cache: dict[str, Evaluation] = {}
         k0 = self._initial_kernel(task, recorded, cache)
         if k0 is None:
             self.progress.update(task.name, status, note="k0 failed")
             return TaskSummary(task.name, 0, None, None, None, None, None,
                                {"k0_failed": 1}, stopped="the task's k0 failed evaluation")
-        episode.add_kernel(k0)
+        episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):
                 kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
-                cache.setdefault(kid, Outcome("ok", kernel=kernel, kernel_id=kid,
-                                              ref_ms=kernel.ref_ms if kernel else None))
-            self._replay_recorded(task, episode, recorded, cache, status)
-        stopped = None
-        while episode.step < self.config.steps:
-            stopped = self._stop_reason()
-            if stopped:
-                break
-            self._one_step(task, episode, cache, status)
-        best = episode.best()
+                cache.setdefault(kid, Evaluation("ok", kernel=kernel, kernel_id=kid,
+                                                 ref_ms=kernel.ref_ms if kernel else None))
+        world = TaskWorld(self, task, status, cache, recorded)
+        stopped = episode.run(world, self.config.steps,
+                              lambda: None if world.replaying else self._stop_reason())
+        best: KernelInfo = episode.members[episode.best()]
         best_path = self._write_best(task, best)
         self.progress.update(task.name, status, done=True)
         return TaskSummary(task.name, episode.step, k0.ms, k0.ref_ms, best.ms, best.kernel_id,
@@ -221,41 +214,27 @@ class LiveRunner:
     # -- stages ----------------------------------------------------------------------------
 
     def _initial_kernel(self, task: Task, recorded: RecordedRun | None,
-                        cache: dict[str, Outcome]) -> KernelInfo | None:
+                        cache: dict[str, Evaluation]) -> KernelInfo | None:
         """k0 as the pool's first member: from the trace when resuming, else evaluated now."""
         kid = kernel_id(task.k0)
         if recorded is not None:
             kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
             if kernel is not None:
-                cache[kid] = Outcome("ok", kernel=kernel, kernel_id=kid, ref_ms=kernel.ref_ms)
+                cache[kid] = Evaluation("ok", kernel=kernel, kernel_id=kid,
+                                        ref_ms=kernel.ref_ms)
                 return kernel
-        outcome = self._evaluate(task, task.k0, parent_id=None, chain=[], seed=0)
+        outcome = self.evaluate(task, task.k0, parent_id=None, chain=[], seed=0)
         cache[kid] = outcome
         if outcome.kernel is None:
             log.error("%s: k0 failed evaluation: %s", task.name, outcome.error)
         return outcome.kernel
 
-    def _reveal_signatures(self, task: Task, episode: Episode) -> float | None:
-        """Profile (if needed) and reveal the signatures the policy asks for."""
-        spent = None
-        wanted = list(episode.wanted_signatures())
-        todo = [episode.kernels[i] for i in wanted]
-        todo = [k for k in todo if k.hw is None and not k.profile_tried]
-        if todo and self._profiling:  # the representatives asked for: one ncu session
-            started = time.perf_counter()
-            self._profile(task, todo)
-            spent = time.perf_counter() - started
-        for idx in wanted:
-            kernel = episode.kernels[idx]
-            kernel.profile_tried = True
-            episode.reveal(idx, kernel.hw, kernel.prof9)
-        return spent
-
     @property
-    def _profiling(self) -> bool:
+    def profiling(self) -> bool:
+        """Whether signatures can be measured (a profiler that is available)."""
         return self.profiler is not None and self.profiler.available
 
-    def _profile(self, task: Task, kernels: list[KernelInfo]) -> None:
+    def profile(self, task: Task, kernels: list[KernelInfo]) -> None:
         """Profile correct kernels (one batch) and record their signatures in the trace."""
         assert self.profiler is not None
         codes = list({k.code: None for k in kernels})
@@ -283,13 +262,21 @@ class LiveRunner:
                 profiler=result.profiler or "ncu",
             )
 
-    def _evaluate(self, task: Task, code: str, *, parent_id: str | None, chain: list[str],
-                  seed: int) -> Outcome:
+    def write_step(self, row: dict[str, Any]) -> None:
+        """Append one step row to the trace (any task's thread)."""
+        assert self.writer is not None
+        with self._writer_lock:
+            self.writer.append_step(row)
+
+    def evaluate(self, task: Task, code: str, *, parent_id: str | None, chain: list[str],
+                 seed: int) -> Evaluation:
+        """Evaluate (and with ``--profile all`` profile) one candidate; its kernel row is
+        written to the trace at once."""
         with self._serial_lock:
             result = self.evaluator.evaluate(task.name, code, seed=seed)
         kernel = None
         if result.status == "ok" and result.correct:
-            phi, rt6 = Episode.features(result.phi, result.runtime_vec)
+            phi, rt6 = features(result.phi, result.runtime_vec)
             kernel = KernelInfo(
                 kernel_id=result.kernel_id, code=code, ms=float(result.ms),
                 ref_ms=result.ref_ms, parent_id=parent_id, chain=chain, phi=phi, rt6=rt6,
@@ -299,7 +286,7 @@ class LiveRunner:
                                         ("num_stages", result.num_stages)) if v is not None},
             )
         profile = None
-        if kernel is not None and self.config.profile == "all" and self._profiling:
+        if kernel is not None and self.config.profile == "all" and self.profiling:
             assert self.profiler is not None
             with self._device_alone():
                 profile = self.profiler.profile(task.name, code)
@@ -312,112 +299,15 @@ class LiveRunner:
             self.writer.append_kernel(
                 kernel_row(self.run_id, task.name, code, result, parent_id, chain, profile)
             )
-        return Outcome(result.status, result.error, kernel, result.kernel_id, result.ref_ms,
-                       result.eval_latency_s)
-
-    def _propose(self, task: Task, episode: Episode, choice: Choice) -> Proposal:
-        parent = episode.kernels[choice.parent]
-        hw = parent.hw or []
-        profile = dict(zip(("sm_pct", "dram_pct", "l2_pct"), hw, strict=False))
-        info = ParentInfo(kernel_id=parent.kernel_id, code=parent.code, ms=parent.ms,
-                          ref_ms=parent.ref_ms, profile=profile, meta=dict(parent.meta))
-        return self.proposer.propose(task, info, choice.strategy_name, seed=self.config.seed,
-                                     sample_index=episode.step)
-
-    def _one_step(self, task: Task, episode: Episode, cache: dict[str, Outcome],
-                  status: TaskStatus) -> None:
-        profile_s = self._reveal_signatures(task, episode)
-        choice = episode.select()
-        parent = episode.kernels[choice.parent]
-        proposal = self._propose(task, episode, choice)
-        outcome = Outcome(proposal.status, proposal.error)
-        if proposal.status == "ok" and proposal.code is not None:
-            kid = kernel_id(proposal.code)
-            chain = [*parent.chain, choice.strategy_name]
-            if kid in cache:
-                outcome = cache[kid]
-                outcome = Outcome(outcome.status, outcome.error, outcome.kernel, kid,
-                                  outcome.ref_ms, 0.0)
-            else:
-                outcome = self._evaluate(task, proposal.code, parent_id=parent.kernel_id,
-                                         chain=chain, seed=episode.step)
-                cache[kid] = outcome
-        child = None
-        if outcome.kernel is not None:
-            child = _child_of(outcome.kernel, parent, choice)
-        step = episode.step
-        reward = episode.update(choice, child)
-        row = step_row(
-            run_id=self.run_id, task_id=task.name, step=step, policy=str(self.spec),
-            seed=self.config.seed, choice=choice, parent=parent, proposal=proposal,
-            status=outcome.status, error=outcome.error, child_id=outcome.kernel_id,
-            child_ms=child.ms if child else None,
-            ref_ms=outcome.ref_ms if outcome.ref_ms is not None else parent.ref_ms,
-            reward=reward, eval_latency_s=outcome.eval_latency_s, profile_latency_s=profile_s,
-        )
-        assert self.writer is not None
-        with self._writer_lock:
-            self.writer.append_step(row)
-        status.record(outcome.status, proposal)
-        self.progress.update(task.name, status, step=episode.step,
-                             best_ms=episode.best().ms, ref_ms=parent.ref_ms)
-
-    def _replay_recorded(self, task: Task, episode: Episode, recorded: RecordedRun,
-                         cache: dict[str, Outcome], status: TaskStatus) -> None:
-        """Feed the steps already in the trace through the policy, exactly as they happened."""
-        for row in recorded.steps_of(task.name):
-            for idx in episode.wanted_signatures():
-                kernel = episode.kernels[idx]
-                kernel.profile_tried = True
-                episode.reveal(idx, kernel.hw, kernel.prof9)
-            choice = episode.select()
-            parent = episode.kernels[choice.parent]
-            if (choice.strategy_name != row["strategy"]
-                    or parent.kernel_id != row["parent_id"]):
-                raise ResumeError(
-                    f"{task.name} step {row['step']}: the policy now chooses "
-                    f"({parent.kernel_id}, {choice.strategy_name}) but the trace recorded "
-                    f"({row['parent_id']}, {row['strategy']}); the run's code or parameters "
-                    "changed, so it cannot be resumed"
-                )
-            child = None
-            if row["status"] == "ok":
-                kernel = recorded.kernel_info(task.name, row["child_id"],
-                                              parent_id=parent.kernel_id,
-                                              chain=[*parent.chain, choice.strategy_name])
-                if kernel is None:
-                    raise ResumeError(f"{task.name} step {row['step']}: child {row['child_id']}"
-                                      " is missing from the kernels table")
-                child = _child_of(kernel, parent, choice)
-                cache.setdefault(kernel.kernel_id, Outcome("ok", kernel=kernel,
-                                                           kernel_id=kernel.kernel_id,
-                                                           ref_ms=row["ref_ms"]))
-            elif row["child_id"] is not None:
-                cache.setdefault(row["child_id"], Outcome(row["status"], row["error"], None,
-                                                          row["child_id"], row["ref_ms"]))
-            episode.update(choice, child)
-            status.record_row(row)
-        self.progress.update(task.name, status, step=episode.step, best_ms=episode.best().ms,
-                             ref_ms=episode.kernels[0].ref_ms)
+        return Evaluation(result.status, result.error, kernel, result.kernel_id, result.ref_ms,
+                          result.eval_latency_s)
 
     def _write_best(self, task: Task, best: KernelInfo) -> str:
         best_dir = Path(self.config.out) / "best"
         best_dir.mkdir(parents=True, exist_ok=True)
         path = best_dir / f"{task.name.replace('/', '__')}.py"
-        tmp = path.with_suffix(".py.tmp")
-        tmp.write_text(best.code)
-        tmp.replace(path)
+        atomic_write_bytes(path, best.code.encode())
         return str(path)
-
-
-def _child_of(kernel: KernelInfo, parent: KernelInfo, choice: Choice) -> KernelInfo:
-    """The pool entry for a correct child (a fresh record: the same kernel may be reached from
-    several parents, and each pool member keeps its own lineage)."""
-    return KernelInfo(
-        kernel_id=kernel.kernel_id, code=kernel.code, ms=kernel.ms, ref_ms=kernel.ref_ms,
-        parent_id=parent.kernel_id, chain=[*parent.chain, choice.strategy_name],
-        phi=kernel.phi, rt6=kernel.rt6, meta=kernel.meta, hw=kernel.hw, prof9=kernel.prof9,
-    )
 
 
 def run_live(config: RunConfig, proposer: Proposer, *, budget: Budget | None = None,

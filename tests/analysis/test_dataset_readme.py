@@ -31,6 +31,7 @@ def test_readme_of_the_small_real_trace(tmp_path: Path) -> None:
     assert "NVIDIA H100 80GB HBM3 (compute capability 9.0, 132 SMs)" in text
     assert "torch 2.11.0+cu130, triton 3.6.0" in text
     assert "| attempts | 68 (41 not_applicable, 27 ok) |" in text
+    assert "| not_applicable rule | recorded before issue #18:" in text
     assert "41 distinct, 41 correct, 16 profiled" in text
     assert "2026-11-21 22:22 to 2026-11-21 22:25 UTC" in text
     assert "| `kernelband traces validate` | passes |" in text

@@ -184,3 +184,18 @@ def test_a_policy_trace_with_several_policies_compares_the_manifests_one(traces,
     assert result.policy == "kernelband-v2"
     assert (result.curves["runs"].dropna() == 1).all()  # the explore run is not mixed in
     assert any("also holds runs of explore" in n for n in result.notes)
+
+
+@pytest.mark.skipif(not (REAL / "manifest.json").exists(), reason="the small real trace is absent")
+def test_a_trace_recorded_before_the_not_applicable_rule_replays_under_it() -> None:
+    from analysis.sim2real import na_rule_of
+
+    # recorded before issue #18 (no manifest key): its not_applicable rows spent steps
+    assert na_rule_of({}) == "failure"
+    assert na_rule_of({"not_applicable_rule": "unavailable"}) == "unavailable"
+    old = run_sim2real(REAL, REAL, seeds=[0], envs=["tape"])
+    assert any("replayed as failed steps" in n for n in old.notes)
+    new = run_sim2real(REAL, REAL, seeds=[0], envs=["tape"], not_applicable="unavailable")
+    assert any("replayed as unavailable actions" in n for n in new.notes)
+    # under the new rule the real curve counts only the attempts that spent a step
+    assert new.steps < old.steps

@@ -120,7 +120,7 @@ def _mc_fitted_clamped(env, task, key, ms, s, rng, n):
     for _ in range(n):
         row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, key, s, rng)
         status, child_ms, _, _, _ = recorded_outcome(
-            env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
+            env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
             env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, False, True, ms, floor_ms,
             phi, prof9, rt6,
         )
@@ -198,7 +198,7 @@ def _mc_tape_stand_in(env, task, nn, s, ms, rng, n):
     for _ in range(n):
         row = lo + rand_int(rng, hi - lo)
         status, child_ms, _, _, _ = recorded_outcome(
-            env.o_success, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
+            env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
             env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, False, False, ms, floor_ms,
             phi, prof9, rt6,
         )

@@ -87,7 +87,7 @@ def test_derive_seed_is_stable_and_separates_keys() -> None:
 
 
 def test_batched_states_equal_one_at_a_time() -> None:
-    from kbsim.replay.seeding import env_rng, episode_rngs, policy_rng
+    from kbsim.rng import env_rng, episode_rngs, policy_rng
 
     seeds = [0, 1, 5, 2**63 - 1, -3, np.int64(7)]
     assert np.array_equal(R.new_rngs(seeds), np.stack([R.new_rng(s) for s in seeds]))

@@ -138,10 +138,11 @@ def test_kernel_row_matches_schema(evaluator: Evaluator) -> None:
     import pyarrow as pa
 
     from kbsim.trace.schema import KERNELS_SCHEMA
+    from live.runner.records import kernel_row
 
     code = source("vadd_good")
     result = evaluator.evaluate("vadd", code, seed=0)
-    row = result.to_kernel_row(run_id="r0", code=code, strategy_chain=["tiling"])
+    row = kernel_row("r0", "vadd", code, result, None, ["tiling"], None)
     table = pa.Table.from_pylist([row], schema=KERNELS_SCHEMA)
     assert table.num_rows == 1
     assert row["profiled"] is False and row["hw_sig"] is None

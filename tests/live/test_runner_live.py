@@ -54,11 +54,14 @@ def test_mutate_run_on_three_tasks_writes_a_valid_trace(tmp_path, evaluator):
     assert validate_trace(tmp_path / "t") == []
     data = load_trace(tmp_path / "t")
     steps, kernels = data.steps_df(), data.kernels_df()
-    assert len(steps) == 15
+    # not_applicable attempts are rows of their own that spend no step (issue #18)
+    spent = steps[steps["status"] != "not_applicable"]
+    assert len(spent) == 15
     assert sorted(steps["task_id"].unique()) == ["add", "softmax", "transpose"]
     for task_id in ("add", "softmax", "transpose"):
         part = steps[steps["task_id"] == task_id]
-        assert list(part["step"].sort_values()) == [0, 1, 2, 3, 4]
+        assert list(part["step"].sort_values()) == list(range(len(part)))
+        assert (part["status"] != "not_applicable").sum() == 5
     # every ok step's child is a correct kernel of the trace; k0 of every task is there
     ok = steps[steps["status"] == "ok"]
     assert len(ok) > 0
@@ -234,3 +237,34 @@ def test_profiles_are_recorded_once_per_kernel(tmp_path, evaluator, mode):
         assert profiled < correct or len(correct) == 1
     for row in kernels[kernels["profiled"]].to_dict("records"):
         assert row["profiler"] == "fake-ncu" and len(row["hw_sig"]) == 3
+
+
+# -- not-applicable proposals (issue #18) ------------------------------------------------------
+
+class NothingApplies:
+    """A proposer that can apply no strategy to any kernel (no LLM, no GPU)."""
+
+    name = "nothing-applies"
+
+    def propose(self, task, parent, strategy, *, seed, sample_index):
+        from live.proposers.base import Proposal
+
+        return Proposal(status="not_applicable", code=None, error=f"{strategy}: nothing to do")
+
+
+@pytest.mark.parametrize("policy", ["kernelband-v2", "greedy"])
+def test_a_task_with_no_applicable_pair_stops_with_its_reason(tmp_path, evaluator, policy):
+    from kbsim.policies.episode import NO_APPLICABLE_PAIR
+
+    config = RunConfig(out=str(tmp_path / "t"), tasks="add", policy=policy, steps=10,
+                       device="cpu", profile="off")
+    result = LiveRunner(config, NothingApplies(), show_progress=False,
+                        evaluator=evaluator).run()
+    (summary,) = result.tasks
+    assert summary.stopped == NO_APPLICABLE_PAIR and summary.steps == 0
+    steps = load_trace(tmp_path / "t").steps_df()
+    # each of k0's six strategies tried once, recorded as its own row, none spending a step
+    assert sorted(steps["strategy"]) == sorted(
+        ["tiling", "vectorization", "fusion", "pipeline", "reordering", "access_layout"])
+    assert (steps["status"] == "not_applicable").all()
+    assert sorted(steps["step"]) == list(range(6))
