@@ -112,7 +112,7 @@ class NcuProfiler:
 
     def __init__(self, task_spec: str, *, cache_dir: str | Path | None = None,
                  timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
-                 device: str = "cuda"):
+                 device: str = "cuda", quiet: bool = False):
         self.task_spec = canonical_spec(task_spec)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout_s = timeout_s
@@ -120,6 +120,9 @@ class NcuProfiler:
         self.device = device
         self.ncu_path = ncu_path or shutil.which("ncu") or _default_ncu()
         self.unavailable_reason: str | None = None
+        #: quiet: say nothing when unavailable (the caller says it once, e.g. the live runner's
+        #: signature provider, which switches to roofline signatures)
+        self.quiet = quiet
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None
         if device != "cuda":
@@ -138,7 +141,9 @@ class NcuProfiler:
     def _mark_unavailable(self, reason: str) -> None:
         if self.unavailable_reason is None:
             self.unavailable_reason = reason
-            log.warning("Nsight Compute unavailable (%s): continuing with profiled=false", reason)
+            if not self.quiet:
+                log.warning("Nsight Compute unavailable (%s): continuing with profiled=false",
+                            reason)
 
     def _cache_path(self, task_id: str, kid: str) -> Path | None:
         if self.cache_dir is None:
