@@ -235,8 +235,43 @@ class NcuProfiler:
                 results[i] = result
         return [results[i] for i in range(len(codes))]
 
+    def profile_items(self, items: list[tuple[str, str]], *, batch_size: int = 24,
+                      calls: int = 2) -> list[ProfileResult]:
+        """Profile candidates of several tasks, ``(task_name, code)`` each, `batch_size` per ncu
+        session whatever their tasks (the live runner's background batches); results in order.
+        A candidate the session captured no launch of is profiled alone."""
+        results: dict[int, ProfileResult] = {}
+        todo: list[tuple[int, str, str, str]] = []
+        for i, (task_name, code) in enumerate(items):
+            kid = kernel_id(code)
+            cached = self._cached(task_name, kid) if self.available else None
+            if not self.available:
+                results[i] = ProfileResult(kid, task_name, profiled=False,
+                                           error=self.unavailable_reason)
+            elif cached is not None:
+                results[i] = cached
+            else:
+                todo.append((i, task_name, code, kid))
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            for (i, task_name, code, _), result in zip(
+                    chunk, self._run_session([(t, c, k) for _, t, c, k in chunk], calls),
+                    strict=True):
+                if not result.profiled and self.available:
+                    result = self.profile(task_name, code)
+                else:
+                    self._store(result)
+                results[i] = result
+        return [results[i] for i in range(len(items))]
+
     def _run_batch(self, task_name: str, chunk: list[tuple[int, str, str]],
                    calls: int) -> list[ProfileResult]:
+        return self._run_session([(task_name, code, kid) for _, code, kid in chunk], calls)
+
+    def _run_session(self, chunk: list[tuple[str, str, str]],
+                     calls: int) -> list[ProfileResult]:
+        """One ncu session over ``(task_name, code, kernel_id)`` candidates (kernels renamed
+        apart by their position in `chunk`)."""
         started = time.perf_counter()
         names = [triton_kernel_names(code) for _, code, _ in chunk]
         workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-batch-"))
@@ -251,23 +286,29 @@ class NcuProfiler:
                 paths.append(path)
             command = [*self._command(), "--kernel-name", kernel_regex(names)]
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
-                        self.task_spec, "--task", task_name, "--calls", str(calls)]
-            for path in paths:
-                command += ["--code", str(path)]
+                        self.task_spec, "--calls", str(calls)]
+            tasks = {task_name for task_name, _, _ in chunk}
+            if len(tasks) == 1:  # one task: --task T --code FILE ...
+                command += ["--task", next(iter(tasks))]
+                for path in paths:
+                    command += ["--code", str(path)]
+            else:
+                for (task_name, _, _), path in zip(chunk, paths, strict=True):
+                    command += ["--item", f"{task_name}={path}"]
             stdout, stderr, _, error = self._spawn(command, workdir,
                                                    self.timeout_s + 10.0 * len(chunk))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if error is not None:
             return [ProfileResult(kid, task_name, profiled=False, profiler=self.name,
-                                  error=error) for _, _, kid in chunk]
+                                  error=error) for task_name, _, kid in chunk]
         if self._refused(stdout + "\n" + stderr):
             return [ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
-                    for _, _, kid in chunk]
+                    for task_name, _, kid in chunk]
         groups = split_launches(parse_raw_csv(stdout))
         each_s = (time.perf_counter() - started) / max(1, len(chunk))
         out = []
-        for j, (_, _, kid) in enumerate(chunk):
+        for j, (task_name, _, kid) in enumerate(chunk):
             result = result_from_launches(groups.get(j, []), kid=kid, task_id=task_name,
                                           profiler=self.name)
             out.append(ProfileResult(**{**asdict(result), "latency_s": each_s}))

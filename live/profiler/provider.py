@@ -19,8 +19,8 @@ stalling the loop:
 
 Profiling runs on one background thread in batches: a batch starts when ``batch_size`` kernels
 wait, when the oldest has waited ``deadline_s``, or at once when a task waits for one of them. A
-batch takes the device alone once per task in it (one Nsight Compute process per task: its target
-program builds one task's inputs), so evaluations' timings interleave with the batch's tasks.
+batch is one Nsight Compute session whatever its tasks (``NcuProfiler.profile_items``: the target
+program builds one task's inputs at a time), holding the device alone once.
 """
 
 from __future__ import annotations
@@ -217,50 +217,58 @@ class SignatureProvider:
 
     def _run_batch(self, batch: list[tuple[float, str, str]]) -> None:
         started = time.perf_counter()
-        by_task: dict[str, list[str]] = {}
-        for _, task_name, kid in batch:
-            by_task.setdefault(task_name, []).append(kid)
-        for task_name, kids in by_task.items():
-            with self._cond:
-                codes = [self._codes[(task_name, kid)] for kid in kids]
-            results = self._profile(task_name, codes) if self.mode == "reps" else [None] * len(
-                kids)
-            with self._cond:
-                for kid, result in zip(kids, results, strict=True):
-                    profiled = result is not None and result.profiled and result.hw_sig
-                    self._results[(task_name, kid)] = (
-                        (list(result.hw_sig), list(result.profile9) if result.profile9 else None)
-                        if profiled else (None, None))
-                self._cond.notify_all()
-            for kid, result in zip(kids, results, strict=True):
-                if result is not None and result.profiled and self.on_profiled is not None:
-                    self.on_profiled(task_name, kid, result)
-        self.batches.append({"kernels": len(batch), "tasks": len(by_task),
+        keys = [(task_name, kid) for _, task_name, kid in batch]
+        with self._cond:
+            items = [(task_name, self._codes[(task_name, kid)]) for task_name, kid in keys]
+        results = self._profile(items) if self.mode == "reps" else [None] * len(items)
+        with self._cond:
+            for key, result in zip(keys, results, strict=True):
+                profiled = result is not None and result.profiled and result.hw_sig
+                self._results[key] = (
+                    (list(result.hw_sig), list(result.profile9) if result.profile9 else None)
+                    if profiled else (None, None))
+            self._cond.notify_all()
+        for (task_name, kid), result in zip(keys, results, strict=True):
+            if result is not None and result.profiled and self.on_profiled is not None:
+                self.on_profiled(task_name, kid, result)
+        self.batches.append({"kernels": len(batch), "tasks": len({k[0] for k in keys}),
                              "seconds": time.perf_counter() - started})
 
-    def _profile(self, task_name: str, codes: list[str]) -> list[Any]:
+    def _profile(self, items: list[tuple[str, str]]) -> list[Any]:
+        """One batch: one Nsight Compute session for every task in it where the profiler can
+        (``profile_items``), else one per task; the device held alone throughout."""
         profiler = self.profiler
         try:
             with self.device_alone():
-                many = getattr(profiler, "profile_many", None)
-                if len(codes) > 1 and many is not None:
-                    results = list(many(task_name, codes))
+                if hasattr(profiler, "profile_items"):
+                    results = list(profiler.profile_items(items))
                 else:
-                    results = [profiler.profile(task_name, code) for code in codes]
+                    results = []
+                    by_task: dict[str, list[int]] = {}
+                    for i, (task_name, _) in enumerate(items):
+                        by_task.setdefault(task_name, []).append(i)
+                    got: dict[int, Any] = {}
+                    for task_name, where in by_task.items():
+                        codes = [items[i][1] for i in where]
+                        many = getattr(profiler, "profile_many", None)
+                        outs = (list(many(task_name, codes)) if many is not None and len(codes) > 1
+                                else [profiler.profile(task_name, c) for c in codes])
+                        got.update(zip(where, outs, strict=True))
+                    results = [got[i] for i in range(len(items))]
         except Exception as exc:  # noqa: BLE001 - the profiler's fault must not end the run
-            log.warning("profiling %s failed: %s", task_name, exc)
-            results = [None] * len(codes)
+            log.warning("profiling a batch of %d kernels failed: %s", len(items), exc)
+            results = [None] * len(items)
         if not profiler.available:
             self._fall_back(profiler.unavailable_reason or "the profiler stopped")
         return results
 
     def _fall_back(self, reason: str) -> None:
-        with self._cond:
+        with self._cond:  # said before any waiting task wakes to the new mode
             if self.fallback_reason is not None:
                 return
             self.fallback_reason = reason
+            note = "" if self.peaks else ", but this GPU has no roofline peaks: no signatures"
+            log.warning("Nsight Compute unavailable (%s): the policy uses roofline signatures "
+                        "(live/hardware.py) instead%s", reason, note)
             self.mode = "roofline"
             self._cond.notify_all()
-        note = "" if self.peaks else ", but this GPU has no roofline peaks: no signatures"
-        log.warning("Nsight Compute unavailable (%s): the policy uses roofline signatures "
-                    "(live/hardware.py) instead%s", reason, note)

@@ -172,3 +172,22 @@ def test_live_run_without_ncu_records_the_fallback_once(tmp_path, caplog):
     assert len(warnings) == 1 and "roofline" in warnings[0]
     signatures = load_trace(tmp_path / "t").manifests[0]["signatures"]
     assert signatures["requested"] == "reps" and signatures["mode"] == "roofline"
+
+
+def test_profile_items_puts_several_tasks_in_one_session(tmp_path):
+    """One ncu session for a batch whatever its tasks: the target gets --item TASK=FILE."""
+    import sys
+
+    log_path = tmp_path / "args.txt"
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"open({str(log_path)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
+    fake.chmod(0o755)
+    profiler = NcuProfiler("builtin", ncu_path=str(fake), timeout_s=30, quiet=True)
+    profiler._metrics = ["gpu__time_duration.sum"]
+    softmax = resolve_task("builtin", "softmax")
+    results = profiler.profile_items([("add", ADD.k0), ("softmax", softmax.k0)])
+    sessions = log_path.read_text().splitlines()
+    assert "--item add=" in sessions[0] and "--item softmax=" in sessions[0]
+    assert [r.task_id for r in results] == ["add", "softmax"]
+    assert not any(r.profiled for r in results)  # the fake printed no CSV
