@@ -95,6 +95,9 @@ class InputCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
         self._bytes = 0
+        #: keys whose inputs were made once and did not fit: not made ahead again (a small
+        #: cache under a tight memory plan would otherwise make them twice per candidate)
+        self.too_big: set[tuple] = set()
 
     @property
     def held(self) -> int:
@@ -110,11 +113,14 @@ class InputCache:
         if key in self._items:
             self._items.move_to_end(key)
             return
+        if key in self.too_big:
+            return
         self._store(key, tuple(make()))
 
     def _store(self, key: tuple, pristine: tuple) -> bool:
         size = sum(x.numel() * x.element_size() for x in pristine if isinstance(x, torch.Tensor))
         if size > self.max_bytes:
+            self.too_big.add(key)
             return False
         while self._items and self._bytes + size > self.max_bytes:
             _, (_, old_size) = self._items.popitem(last=False)

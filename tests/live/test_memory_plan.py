@@ -143,3 +143,22 @@ def test_live_run_with_a_dropped_shape_keeps_the_task(tmp_path):
     correct = kernels[kernels["correct"]]
     assert len(correct) >= 1
     assert {len(s) for s in correct["shape_ms"]} == {len(task.cpu_shapes) - 1}
+
+
+def test_input_cache_does_not_make_ahead_what_it_cannot_keep():
+    import torch
+
+    from live.evaluator.run_candidate import InputCache
+
+    cache = InputCache(max_bytes=1024)
+    made = []
+
+    def make() -> tuple:
+        made.append(1)
+        return (torch.zeros(1024),)  # 4 KiB > the cache
+
+    cache.ensure(("big",), make)
+    cache.ensure(("big",), make)  # known too big: not made again ahead of the lock
+    assert len(made) == 1 and cache.held == 0
+    assert cache.get(("big",), make)[0].numel() == 1024  # made when needed
+    assert len(made) == 2
