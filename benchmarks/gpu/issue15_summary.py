@@ -26,9 +26,14 @@ def summarise(run: Path) -> dict:
     log = (run.parent / f"{run.name}.log").read_text(errors="replace")
     per_task = steps.groupby("task_id").size()
     waits = steps["profile_latency_s"].dropna()
+    # steady state: attempts per second between the first and the last attempt recorded (the
+    # process wall also holds start-up and, with profiling, the batch in flight at the end)
+    times = steps["time"].sort_values()
+    span = (times.iloc[-1] - times.iloc[0]).total_seconds() if len(times) > 1 else float("nan")
     return {
         "label": run.name, "wall_s": meta["wall_s"], "attempts": len(steps),
         "attempts_per_s": len(steps) / meta["wall_s"],
+        "attempts_per_s_between_first_and_last": (len(steps) - 1) / span if span > 0 else None,
         "evaluations": int((steps["status"] != "not_applicable").sum()),
         "tasks": len(tasks), "tasks_lost": sorted(set(tasks) - k0_ok),
         "min_steps_per_task": int(per_task.min()) if len(per_task) else 0,
@@ -54,6 +59,7 @@ def main() -> None:
             rows.append({"label": run.name, "error": f"{type(exc).__name__}: {exc}"})
     for row in rows:
         brief = {k: row.get(k) for k in ("label", "attempts", "wall_s", "attempts_per_s",
+                                          "attempts_per_s_between_first_and_last",
                                           "tasks_lost", "oom_failures", "min_steps_per_task",
                                           "profiled_ncu", "policy_wait_s_max", "error")}
         print(json.dumps(brief))

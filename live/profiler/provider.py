@@ -146,12 +146,14 @@ class SignatureProvider:
         return [self._reveal_reps(task_name, step, k) for k in kernels]
 
     def close(self) -> None:
-        """Stop the profiling thread (pending requests are dropped)."""
+        """Stop the profiling thread: the batch in flight finishes (and is reported through
+        `on_profiled`), requests not yet in a batch are dropped. Idempotent."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=600)
+            self._thread = None
 
     def describe(self) -> dict[str, Any]:
         """Plain data for the manifest: the mode used, the timing, why it fell back."""
