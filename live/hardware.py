@@ -181,6 +181,8 @@ def roofline_signature(
 ) -> tuple[float, float, float] | None:
     """A hardware signature without a profiler, in ``h(k)``'s (SM, DRAM, L2) order, % of peak.
 
+    NOTE (D63): two measured figures fill three dimensions (L2 from DRAM, below).
+
     From the measured runtime ``ms`` of one shape and the task's bytes and FLOPs for it:
 
     - DRAM: achieved bandwidth ``bytes_moved / ms`` over the GPU's DRAM peak;

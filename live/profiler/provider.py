@@ -7,13 +7,14 @@ stalling the loop:
 - ``roofline`` (``--profile roofline``, and the fallback when Nsight Compute is missing or refuses):
   the roofline signature of `live.hardware` from the kernel's measured runtime, known as soon as
   the kernel was evaluated; the policy sees it the first time it asks.
-- ``reps`` (Nsight Compute, the default): a representative first asked for at step ``t`` of its task
-  is queued for profiling, and the policy sees its roofline signature (None where the GPU or the
-  task has no roofline figures) at steps ``t .. t + lag - 1`` and its Nsight Compute signature from
-  step ``t + lag`` on. Only if the profile is not back by then does the task wait for it (and the
-  batch holding it starts at once). With ``lag = 0`` this is the old behaviour: ask, wait, see.
-  The rule depends on step counts only, never on how fast the profiler was, so replay can model
-  it exactly (docs/profiling.md says what replay must do).
+- ``reps`` (Nsight Compute, the default; NOTE (D62)): a representative first asked for at step
+  ``t`` of its task is queued for profiling, and the policy sees its roofline signature (None
+  where the GPU or the task has no roofline figures) at steps ``t .. t + lag - 1`` and its Nsight
+  Compute signature from step ``t + lag`` on. Only if the profile is not back by then does the
+  task wait for it (and the batch holding it starts at once). With ``lag = 0`` this is the old
+  behaviour: ask, wait, see. The rule depends on step counts only, never on how fast the
+  profiler was, so replay can model it exactly (docs/profiling-and-memory.md says what replay
+  must do).
 - ``off`` / ``all``: ``off`` reveals nothing; ``all`` is handled by the runner (every kernel
   profiled at evaluation) and reveals the recorded signature when asked, as before.
 
