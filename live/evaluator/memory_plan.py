@@ -125,7 +125,13 @@ def estimate_shape(task: Any, shape: dict[str, int]) -> ShapeNeed:
 
 
 def estimate_task(task: Any) -> TaskMemory:
-    """Every perf and test shape of `task`; a shape whose fake run fails has no estimate."""
+    """Every perf and test shape of `task`; a shape whose fake run fails has no estimate, and
+    neither has a task that runs its own code to make inputs (``call_style`` ``returns``, e.g.
+    TritonBench-G operators: their test code is not run under fake tensors)."""
+    if getattr(task, "call_style", "dps") != "dps":
+        return TaskMemory(task.name, [None] * len(task.perf_shapes),
+                          [None] * len(task.test_shapes))
+
     def one(shape: dict[str, int]) -> ShapeNeed | None:
         try:
             return estimate_shape(task, shape)

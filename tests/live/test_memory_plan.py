@@ -162,3 +162,16 @@ def test_input_cache_does_not_make_ahead_what_it_cannot_keep():
     assert len(made) == 1 and cache.held == 0
     assert cache.get(("big",), make)[0].numel() == 1024  # made when needed
     assert len(made) == 2
+
+
+def test_tasks_that_run_their_own_code_get_the_unknown_need(builtin_estimates):
+    import dataclasses
+
+    softmax = resolve_task("builtin", "softmax")
+    foreign = dataclasses.replace(softmax, name="tb/op", call_style="returns",
+                                  run=lambda module, inputs: ())
+    memory = estimate_task(foreign)
+    assert all(n is None for n in (*memory.perf, *memory.test))
+    plan = plan_memory({**builtin_estimates, "tb/op": memory}, 40 * GIB, workers=8)
+    assert plan.need("tb/op") == min(plan.unknown_need, plan.pool_bytes)
+    assert plan.unknown_need >= max(plan.need(n) for n in builtin_estimates)
