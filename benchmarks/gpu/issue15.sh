@@ -10,12 +10,16 @@
 # GPU memory is polled throughout (benchmarks/gpu/gpu_memory_poll.py: total and per run).
 #
 #   BUDGET=540 WINDOW=60 bash benchmarks/gpu/issue15.sh
+#   PHASES=C ROUNDS=1 WINDOW=75 WINDOW_MEMORY=24 BUDGET=230 bash benchmarks/gpu/issue15.sh
+#     (the second call: one alternating pair of windows, both under a 24 GiB plan)
 #
 # Writes $OUT/issue15.json (per run: attempts/s, OOM failures, tasks lost, profiles, waits),
 # $OUT/memory.json, $OUT/checks.txt and $OUT/logs.tar.gz.
 set -uo pipefail
 : "${OUT:?}"; : "${BUDGET:=540}"; : "${WINDOW:=60}"; : "${DEVICE:=cuda}"; : "${TASKS:=builtin}"
-: "${STEPS:=8}"; : "${LIVE_WALL:=110}"
+: "${STEPS:=8}"; : "${LIVE_WALL:=110}"; : "${PHASES:=ABCD}"; : "${ROUNDS:=2}"
+: "${WINDOW_MEMORY:=}"
+window_mem=(); [ -n "$WINDOW_MEMORY" ] && window_mem=(--gpu-memory "$WINDOW_MEMORY")
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 start=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - start) )); }
@@ -33,7 +37,8 @@ live() {  # live LABEL POLICY PROFILE STEPS WALL [more options]
   local label=$1 policy=$2 profile=$3 steps=$4 wall=$5; shift 5
   local t0 t1
   t0=$(date +%s.%N)
-  KB15_RUN=$label timeout $(( ${wall%.*} + 60 )) python3 -m kernelband.cli live \
+  # SIGINT, not SIGTERM: the runner's finally blocks stop its workers and its ncu session
+  KB15_RUN=$label timeout -s INT -k 20 $(( ${wall%.*} + 60 )) python3 -m kernelband.cli live \
     --out "$runs/$label" --tasks "$TASKS" --policy "$policy" --proposer mutate --steps "$steps" \
     --seed 0 --device "$DEVICE" --profile "$profile" --in-flight 15 --max-wall "$wall" --quiet \
     "$@" > "$runs/$label.log" 2>&1
@@ -44,6 +49,7 @@ live() {  # live LABEL POLICY PROFILE STEPS WALL [more options]
   echo "$label: exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s"
 }
 
+if [[ $PHASES == *A* ]]; then
 echo "== A: tasks check at 24, 40 GiB and the whole card (side by side)"
 check check-24 --gpu-memory 24 & a=$!
 check check-40 --gpu-memory 40 & b=$!
@@ -51,30 +57,38 @@ check check-full & c=$!
 wait $a $b $c
 for f in check-24 check-40 check-full; do echo "--- $f"; cat "$runs/$f.txt"; done | tee "$OUT/checks.txt"
 echo "left: $(left) s"
+fi
 
+if [[ $PHASES == *B* ]]; then
 echo "== B: v2 --profile reps, 15 x $STEPS, --gpu-memory 24 and 40 (side by side)"
 live v2-reps-24 kernelband-v2 reps "$STEPS" "$LIVE_WALL" --gpu-memory 24 & a=$!
 live v2-reps-40 kernelband-v2 reps "$STEPS" "$LIVE_WALL" --gpu-memory 40 & b=$!
 wait $a $b
 echo "left: $(left) s"
+fi
 
+if [[ $PHASES == *C* ]]; then
 echo "== C: throughput windows of $WINDOW s, alternating"
-live warm-explore explore off 1 20 --tasks add >/dev/null  # numba compiles explore once
-rm -rf "$runs/warm-explore"*
+# numba compiles each policy once (cached), outside the windows
+live warm-explore explore off 1 20 --tasks add >/dev/null & a=$!
+live warm-v2 kernelband-v2 off 1 20 --tasks add >/dev/null & b=$!
+wait $a $b
+rm -rf "$runs"/warm-*
 round=1
-while [ "$(left)" -gt $(( 2 * (WINDOW + 25) + 10 )) ] && [ $round -le 2 ]; do
+while [ "$(left)" -gt $(( 2 * (WINDOW + 25) + 10 )) ] && [ $round -le "$ROUNDS" ]; do
   if [ $round -eq 1 ]; then
-    live "explore-off-$round" explore off 400 "$WINDOW"
-    live "v2-reps-$round" kernelband-v2 reps 400 "$WINDOW"
+    live "explore-off-$round" explore off 400 "$WINDOW" "${window_mem[@]}"
+    live "v2-reps-$round" kernelband-v2 reps 400 "$WINDOW" "${window_mem[@]}"
   else
-    live "v2-reps-$round" kernelband-v2 reps 400 "$WINDOW"
-    live "explore-off-$round" explore off 400 "$WINDOW"
+    live "v2-reps-$round" kernelband-v2 reps 400 "$WINDOW" "${window_mem[@]}"
+    live "explore-off-$round" explore off 400 "$WINDOW" "${window_mem[@]}"
   fi
   round=$((round + 1))
 done
 echo "left: $(left) s"
+fi
 
-if [ "$(left)" -gt $(( LIVE_WALL + 30 )) ]; then
+if [[ $PHASES == *D* ]] && [ "$(left)" -gt $(( LIVE_WALL + 30 )) ]; then
   echo "== D: v2 --profile reps, 15 x $STEPS, the whole card"
   live v2-reps-full kernelband-v2 reps "$STEPS" "$LIVE_WALL"
 fi

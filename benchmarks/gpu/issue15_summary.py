@@ -28,13 +28,17 @@ def summarise(run: Path) -> dict:
     waits = steps["profile_latency_s"].dropna()
     # steady state: attempts per second between the first and the last attempt recorded (the
     # process wall also holds start-up and, with profiling, the batch in flight at the end)
+    evaluated = steps[steps["status"] != "not_applicable"]
     times = steps["time"].sort_values()
     span = (times.iloc[-1] - times.iloc[0]).total_seconds() if len(times) > 1 else float("nan")
     return {
         "label": run.name, "wall_s": meta["wall_s"], "attempts": len(steps),
         "attempts_per_s": len(steps) / meta["wall_s"],
         "attempts_per_s_between_first_and_last": (len(steps) - 1) / span if span > 0 else None,
-        "evaluations": int((steps["status"] != "not_applicable").sum()),
+        "evaluations": len(evaluated),
+        # not_applicable rows cost nothing (no LLM, no GPU): v2 on `add`, where every unmasked
+        # strategy is not applicable, makes hundreds a second; evaluations/s is the fair rate
+        "evaluations_per_s": len(evaluated) / meta["wall_s"],
         "tasks": len(tasks), "tasks_lost": sorted(set(tasks) - k0_ok),
         "min_steps_per_task": int(per_task.min()) if len(per_task) else 0,
         "oom_failures": oom_steps + log.lower().count("out of memory"),
@@ -58,7 +62,8 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - one broken run must not hide the others
             rows.append({"label": run.name, "error": f"{type(exc).__name__}: {exc}"})
     for row in rows:
-        brief = {k: row.get(k) for k in ("label", "attempts", "wall_s", "attempts_per_s",
+        brief = {k: row.get(k) for k in ("label", "attempts", "evaluations", "wall_s",
+                                          "attempts_per_s", "evaluations_per_s",
                                           "attempts_per_s_between_first_and_last",
                                           "tasks_lost", "oom_failures", "min_steps_per_task",
                                           "profiled_ncu", "policy_wait_s_max", "error")}

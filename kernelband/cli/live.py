@@ -33,8 +33,9 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               "kernel; roofline: signatures from runtime, bytes and FLOPs, no profiler "
               "(also the fallback when ncu is missing or refuses); or none [reps].")
 @click.option("--profile-lag", type=int, default=None,
-              help="With --profile reps: steps between the policy asking for a signature and "
-              "seeing Nsight Compute's (the roofline one meanwhile; 0 waits) [4].")
+              help="With --profile reps: the fewest steps between the policy asking for a "
+              "signature and seeing Nsight Compute's; the roofline one until the profile is "
+              "back, never waiting (0: wait for it) [1].")
 @click.option("--gpu-memory", "gpu_memory_gib", type=float, default=None,
               help="GiB of GPU memory the evaluator may plan for (emulate a smaller card) "
               "[the whole card].")

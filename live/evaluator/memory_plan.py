@@ -7,7 +7,8 @@ temporary it allocates, the candidate's poisoned outputs, and the comparator's f
 (`COMPARE_BYTES_PER_ELEMENT`). From the card's memory (or ``--gpu-memory``) the plan then fixes
 
 - how many worker processes fit (each holds a CUDA context and an input cache),
-- each worker's input-cache bytes and its CUDA allocator cap,
+- each worker's input-cache bytes and its CUDA allocator cap (its planned bytes plus 15 % and
+  256 MiB of slack: the plan's total is what is shared, the cap only stops a runaway worker),
 - a pool of bytes for the checks and timings in flight: a worker reserves its task's need from the
   pool (`MemoryPool`) before it checks, and gives it back when it asks for the device alone to
   time (the worker empties its allocator cache first, so what it gave back is free on the card),
@@ -36,8 +37,13 @@ GIB = 2**30
 #: launcher modules (measured 0.5-0.6 GiB per process on H100/H200 with torch 2.x; rounded up)
 CONTEXT_BYTES = int(0.75 * GIB)
 #: comparator work per output element: float64 copies of output and reference, the error, the
-#: limit and their temporaries alive at once (live.evaluator.checks.compare_output)
-COMPARE_BYTES_PER_ELEMENT = 44
+#: limit and their temporaries alive at once, plus boolean masks (live.evaluator.checks.
+#: compare_output: 45-46 bytes counted; on an H200, 8 workers under a 24 GiB plan at 44 bytes
+#: ran bias_gelu's 16384 x 11008 check out of its allocator cap)
+COMPARE_BYTES_PER_ELEMENT = 56
+#: slack on each worker's allocator cap over its planned bytes (fragmentation, rounding)
+ALLOCATOR_SLACK = 0.15
+ALLOCATOR_SLACK_BYTES = 256 * 2**20
 #: share of the cap the plan hands out (the allocator's rounding and fragmentation take the rest)
 USABLE_FRACTION = 0.92
 #: the L2 flush buffer of timing (2 x L2; 60 MB L2 on H100/H200 rounded up)
@@ -230,7 +236,8 @@ def plan_memory(tasks: Sequence[Any] | dict[str, TaskMemory], cap_bytes: int, wo
     one_task = max((m.perf_inputs() for m in memory.values()), default=0)
     cache = int(min(MAX_CACHE_BYTES, max(one_task, 1), max(0, spare // 2) // n))
     pool = usable - n * (CONTEXT_BYTES + cache)
-    worker_cap = CONTEXT_BYTES + cache + min(pool, biggest)
+    worker_cap = int((CONTEXT_BYTES + cache + min(pool, biggest)) * (1 + ALLOCATOR_SLACK)
+                     + ALLOCATOR_SLACK_BYTES)
     return MemoryPlan(cap_bytes=int(cap_bytes), usable_bytes=usable, workers=int(n),
                       cache_bytes=cache, pool_bytes=int(pool), worker_cap_bytes=int(worker_cap),
                       unknown_need=int(unknown), tasks=memory, source=source)

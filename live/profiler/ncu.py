@@ -123,6 +123,8 @@ class NcuProfiler:
         #: quiet: say nothing when unavailable (the caller says it once, e.g. the live runner's
         #: signature provider, which switches to roofline signatures)
         self.quiet = quiet
+        self._running: subprocess.Popen | None = None
+        self._cancelled = False
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None
         if device != "cuda":
@@ -323,16 +325,34 @@ class NcuProfiler:
                timeout_s: float) -> tuple[str, str, int | None, str | None]:
         """Run ncu in its own session; (stdout, stderr, exit code, None), or ("", "", None,
         why it did not finish) after killing it at `timeout_s`."""
+        if self._cancelled:
+            return "", "", None, "ncu session cancelled"
         env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=workdir, env=env, start_new_session=True)
+        self._running = proc
         try:
             stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return "", "", None, f"ncu exceeded {timeout_s:g} s"
+        finally:
+            self._running = None
+        if self._cancelled:
+            return stdout, stderr, None, "ncu session cancelled"
         return stdout, stderr, proc.returncode, None
+
+    def cancel(self) -> None:
+        """Kill the ncu session in flight, if any (its own process group: the target too), and
+        every later one at once; its kernels come back unprofiled. For the end of a run."""
+        self._cancelled = True
+        proc = self._running
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _refused(self, output: str) -> bool:
         """True (and the profiler marked unavailable) if ncu's output says this machine will

@@ -8,18 +8,20 @@ stalling the loop:
   the roofline signature of `live.hardware` from the kernel's measured runtime, known as soon as
   the kernel was evaluated; the policy sees it the first time it asks.
 - ``reps`` (Nsight Compute, the default; NOTE (D62)): a representative first asked for at step
-  ``t`` of its task is queued for profiling, and the policy sees its roofline signature (None
-  where the GPU or the task has no roofline figures) at steps ``t .. t + lag - 1`` and its Nsight
-  Compute signature from step ``t + lag`` on. Only if the profile is not back by then does the
-  task wait for it (and the batch holding it starts at once). With ``lag = 0`` this is the old
-  behaviour: ask, wait, see. The rule depends on step counts only, never on how fast the
-  profiler was, so replay can model it exactly (docs/profiling-and-memory.md says what replay
-  must do).
+  ``t`` of its task is queued for profiling; the policy sees its roofline signature (None where
+  the GPU or the task has no roofline figures) until its Nsight Compute profile is back **and**
+  ``lag`` steps have passed, and Nsight's from the first step after that; it never waits for a
+  profile. Which step that was depends on the profiler's speed, so it is recorded: every first
+  reveal goes to ``on_reveal(task, kernel_id, asked_step, shown_step)`` (the runner appends it to
+  ``OUT/signature-reveals.jsonl``), which a replay of this run can follow exactly. With
+  ``lag = 0`` the policy waits instead (the behaviour before issue 15: ask, wait, see).
 - ``off`` / ``all``: ``off`` reveals nothing; ``all`` is handled by the runner (every kernel
   profiled at evaluation) and reveals the recorded signature when asked, as before.
 
 Profiling runs on one background thread in batches: a batch starts when ``batch_size`` kernels
-wait, when the oldest has waited ``deadline_s``, or at once when a task waits for one of them. A
+wait or the oldest has waited ``deadline_s`` (at once when a task waits, ``lag = 0``), but never
+sooner after the last batch than its duration times ``(1 - max_share) / max_share``: profiling
+holds the device alone for at most ``max_share`` of the time (default a quarter). A
 batch is one Nsight Compute session whatever its tasks (``NcuProfiler.profile_items``: the target
 program builds one task's inputs at a time), holding the device alone once.
 """
@@ -45,12 +47,14 @@ Signature = tuple[Sequence[float] | None, Sequence[float] | None]  # (hw, profil
 class SignatureTiming:
     """When the Nsight Compute signature replaces the roofline one, and how batches form."""
 
-    lag_steps: int = 4
+    lag_steps: int = 1
     batch_size: int = 8
     deadline_s: float = 15.0
+    max_share: float = 0.25
 
     def __post_init__(self) -> None:
-        if self.lag_steps < 0 or self.batch_size < 1 or self.deadline_s < 0:
+        if (self.lag_steps < 0 or self.batch_size < 1 or self.deadline_s < 0
+                or not 0 < self.max_share <= 1):
             raise ValueError(f"bad signature timing {self}")
 
 
@@ -83,6 +87,8 @@ class SignatureProvider:
         on_profiled: ``on_profiled(task_name, kernel_id, result)`` for every profiled kernel
             (the runner records it in the trace), called on the profiling thread.
         timing: `SignatureTiming`.
+        on_reveal: ``on_reveal(task_name, kernel_id, asked_step, shown_step)`` the first time a
+            Nsight Compute signature is shown (``reps``).
     """
 
     def __init__(self, mode: str, tasks: dict[str, Any], *, gpu_name: str | None = None,
@@ -90,7 +96,8 @@ class SignatureProvider:
                  device_alone: Callable[[], AbstractContextManager] | None = None,
                  on_profiled: Callable[[str, str, Any], None] | None = None,
                  timing: SignatureTiming | None = None,
-                 peaks: GpuPeaks | None = None) -> None:
+                 peaks: GpuPeaks | None = None,
+                 on_reveal: Callable[[str, str, int, int], None] | None = None) -> None:
         if mode not in ("reps", "roofline", "all", "off"):
             raise ValueError(f"unknown profile mode {mode!r}")
         self.requested_mode = mode
@@ -100,6 +107,9 @@ class SignatureProvider:
         self.profiler = profiler
         self.device_alone = device_alone or nullcontext
         self.on_profiled = on_profiled
+        self.on_reveal = on_reveal
+        self._shown: set[tuple[str, str]] = set()
+        self._next_batch_at = 0.0  # monotonic time before which no batch starts (max_share)
         self.timing = timing or SignatureTiming()
         self.fallback_reason: str | None = None
         self._roofline: dict[tuple[str, str], tuple[float, float, float] | None] = {}
@@ -147,20 +157,24 @@ class SignatureProvider:
         return [self._reveal_reps(task_name, step, k) for k in kernels]
 
     def close(self) -> None:
-        """Stop the profiling thread: the batch in flight finishes (and is reported through
-        `on_profiled`), requests not yet in a batch are dropped. Idempotent."""
+        """Stop the profiling thread: the ncu session in flight is cancelled (its kernels stay
+        unprofiled), requests not yet in a batch are dropped. Idempotent."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        cancel = getattr(self.profiler, "cancel", None)
+        if cancel is not None and self._thread is not None:
+            cancel()  # a session in flight would hold the end of the run for tens of seconds
         if self._thread is not None:
-            self._thread.join(timeout=600)
+            self._thread.join(timeout=60)
             self._thread = None
 
     def describe(self) -> dict[str, Any]:
         """Plain data for the manifest: the mode used, the timing, why it fell back."""
         return {"requested": self.requested_mode, "mode": self.mode,
                 "lag_steps": self.timing.lag_steps, "batch_size": self.timing.batch_size,
-                "deadline_s": self.timing.deadline_s, "fallback": self.fallback_reason,
+                "deadline_s": self.timing.deadline_s, "max_share": self.timing.max_share,
+                "fallback": self.fallback_reason,
                 "gpu_peaks": self.peaks.key if self.peaks else None}
 
     # -- reps -------------------------------------------------------------------------------
@@ -169,6 +183,7 @@ class SignatureProvider:
         key = (task_name, kernel.kernel_id)
         if kernel.hw is not None and key not in self._asked:
             return kernel.hw, kernel.prof9  # known before it was asked for (a resumed trace)
+        lag = self.timing.lag_steps
         with self._cond:
             self._codes.setdefault(key, kernel.code)
             asked = self._asked.setdefault(key, step)
@@ -177,18 +192,22 @@ class SignatureProvider:
                 self._queue.append((time.monotonic(), task_name, kernel.kernel_id))
                 self._ensure_thread()
                 self._cond.notify_all()
-            if step < asked + self.timing.lag_steps:
-                return self._roofline.get(key), None
-            waited = time.perf_counter()
-            while key not in self._results and self.mode == "reps" and not self._closed:
-                self._urgent = True
-                self._cond.notify_all()
-                self._cond.wait(timeout=1.0)
-            if time.perf_counter() - waited > 1e-3:
-                self.waits_s.append(time.perf_counter() - waited)
-            got = self._results.get(key)
-        if got is None or got[0] is None:  # not profiled (fell back, or this kernel failed)
+            if lag == 0:  # the old behaviour: wait for the profile
+                waited = time.perf_counter()
+                while key not in self._results and self.mode == "reps" and not self._closed:
+                    self._urgent = True
+                    self._cond.notify_all()
+                    self._cond.wait(timeout=1.0)
+                if time.perf_counter() - waited > 1e-3:
+                    self.waits_s.append(time.perf_counter() - waited)
+            got = self._results.get(key) if step >= asked + lag else None
+            first = got is not None and got[0] is not None and key not in self._shown
+            if first:
+                self._shown.add(key)
+        if got is None or got[0] is None:  # not back yet, or not profiled
             return self.roofline(task_name, kernel.kernel_id), None
+        if first and self.on_reveal is not None:
+            self.on_reveal(task_name, kernel.kernel_id, asked, step)
         return got
 
     def _ensure_thread(self) -> None:
@@ -202,19 +221,30 @@ class SignatureProvider:
                 while not self._closed and not self._due():
                     timeout = None
                     if self._queue:
-                        timeout = max(0.01, self._queue[0][0] + self.timing.deadline_s
-                                      - time.monotonic())
+                        now = time.monotonic()
+                        timeout = max(0.01, min(
+                            max(self._queue[0][0] + self.timing.deadline_s, self._next_batch_at)
+                            - now, 1.0))
                     self._cond.wait(timeout=timeout)
                 if self._closed:
                     return
-                batch, self._queue = self._queue, []
+                batch = self._queue[:self.timing.batch_size]
+                self._queue = self._queue[self.timing.batch_size:]
                 self._urgent = False
+            started = time.monotonic()
             self._run_batch(batch)
+            took = time.monotonic() - started
+            share = self.timing.max_share
+            self._next_batch_at = time.monotonic() + took * (1 - share) / share
 
     def _due(self) -> bool:
         if not self._queue:
             return False
-        if self._urgent or len(self._queue) >= self.timing.batch_size:
+        if self._urgent:  # a task waits (lag 0)
+            return True
+        if time.monotonic() < self._next_batch_at:
+            return False
+        if len(self._queue) >= self.timing.batch_size:
             return True
         return time.monotonic() - self._queue[0][0] >= self.timing.deadline_s
 
@@ -235,7 +265,8 @@ class SignatureProvider:
             if result is not None and result.profiled and self.on_profiled is not None:
                 self.on_profiled(task_name, kid, result)
         self.batches.append({"kernels": len(batch), "tasks": len({k[0] for k in keys}),
-                             "seconds": time.perf_counter() - started})
+                             "seconds": time.perf_counter() - started,
+                             "started": started, "ended": time.perf_counter()})
 
     def _profile(self, items: list[tuple[str, str]]) -> list[Any]:
         """One batch: one Nsight Compute session for every task in it where the profiler can

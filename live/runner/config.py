@@ -35,9 +35,9 @@ class RunConfig:
             every correct kernel (the trace is then fully profiled; the policy still sees a
             signature only once it asks), ``roofline`` no profiler: signatures from the measured
             runtime and the task's bytes and FLOPs (live.hardware), ``off`` none.
-        profile_lag: with ``reps``, steps of a task between the policy asking for a
-            representative's signature and seeing Nsight Compute's (the roofline one meanwhile);
-            0 waits for the profile (live.profiler.provider).
+        profile_lag: with ``reps``, the fewest steps of a task between the policy asking for a
+            representative's signature and seeing Nsight Compute's (the roofline one until it is
+            back, never waiting); 0 waits for the profile (live.profiler.provider).
         gpu_memory_gib: cap on the GPU memory the evaluator plans for (emulate a smaller card);
             None: the whole card (live.evaluator.memory_plan).
         in_flight: tasks run concurrently (LLM latency overlaps GPU work; GPU timing and
@@ -61,7 +61,7 @@ class RunConfig:
     eval_workers: int = 0
     max_wall_s: float | None = None
     eval_timeout_s: float = 120.0
-    profile_lag: int = 4
+    profile_lag: int = 1
     gpu_memory_gib: float | None = None
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ its state exactly before going on.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -148,7 +149,17 @@ class LiveRunner:
             gpu_name=info.get("device_name"), profiler=self.profiler,
             device_alone=self._device_alone, on_profiled=self._on_profiled,
             timing=SignatureTiming(lag_steps=self.config.profile_lag),
+            on_reveal=self._on_reveal,
         )
+
+    def _on_reveal(self, task_name: str, kernel_id: str, asked: int, shown: int) -> None:
+        """When the policy first saw a kernel's Nsight Compute signature (NOTE D62): one JSON
+        line per kernel in OUT/signature-reveals.jsonl, so a replay of this run can follow it."""
+        line = json.dumps({"run_id": self.run_id, "task_id": task_name, "kernel_id": kernel_id,
+                           "asked_step": asked, "shown_step": shown})
+        with self._writer_lock, open(Path(self.config.out) / "signature-reveals.jsonl",
+                                     "a") as f:
+            f.write(line + "\n")
 
     def _on_profiled(self, task_name: str, kernel_id: str, result: Any) -> None:
         if result.hw_sig is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -72,27 +73,72 @@ def test_roofline_signature_is_bandwidth_and_compute_percent_of_peak():
     assert roofline_of_result(ADD, ADD.perf_shapes, shape_ms, peaks)[1] == pytest.approx(50.0)
 
 
-def _provider(mode: str, profiler, lag: int = 2, batch: int = 8, deadline: float = 60.0):
+def _provider(mode: str, profiler, lag: int = 2, batch: int = 8, deadline: float = 60.0,
+              share: float = 1.0, on_reveal=None):
     provider = SignatureProvider(mode, {"add": ADD}, gpu_name=H100, profiler=profiler,
-                                 timing=SignatureTiming(lag, batch, deadline))
+                                 timing=SignatureTiming(lag, batch, deadline, share),
+                                 on_reveal=on_reveal)
     for kid in ("a", "b"):
         provider.observe("add", kid, f"code-{kid}", ADD.perf_shapes, [0.1, 0.2, 0.4])
     return provider
 
 
-def test_reps_sees_roofline_until_the_lag_then_the_ncu_signature():
+def _wait_for(cond, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cond()
+
+
+def test_reps_sees_roofline_until_the_profile_is_back_and_the_lag_passed():
     ncu = FakeNcu()
-    provider = _provider("reps", ncu, lag=2)
+    reveals = []
+    provider = _provider("reps", ncu, lag=2, deadline=0.05,
+                         on_reveal=lambda *args: reveals.append(args))
     roofline = provider.roofline("add", "a")
     assert roofline is not None
     kernels = [K("a", "code-a")]
     assert provider.reveal("add", 5, kernels) == [(roofline, None)]  # asked at step 5
-    assert provider.reveal("add", 6, kernels) == [(roofline, None)]
-    assert ncu.calls == []  # a batch of one waits for its deadline, or for a task to need it
-    hw, prof9 = provider.reveal("add", 7, kernels)[0]  # step 5 + lag: waits, batch starts
+    _wait_for(lambda: provider.batches)  # the batch's deadline passed: profiled
+    assert provider.reveal("add", 6, kernels) == [(roofline, None)]  # back, but within the lag
+    hw, prof9 = provider.reveal("add", 7, kernels)[0]
     assert hw == [90.0, 1.0, 2.0] and prof9 == [1.0] * 9
-    assert ncu.calls == [["code-a"]]
     assert provider.reveal("add", 30, kernels)[0][0] == [90.0, 1.0, 2.0]
+    assert ncu.calls == [["code-a"]]
+    assert reveals == [("add", "a", 5, 7)]  # the first showing, recorded once
+    provider.close()
+
+
+def test_reps_never_waits_for_a_slow_profile():
+    ncu = FakeNcu()
+    ncu.gate.clear()  # the profiler is stuck
+    provider = _provider("reps", ncu, lag=1, deadline=0.0)
+    started = time.perf_counter()
+    for step in range(5):
+        hw, _ = provider.reveal("add", step, [K("a", "code-a")])[0]
+        assert hw == provider.roofline("add", "a")
+    assert time.perf_counter() - started < 1.0
+    ncu.gate.set()
+    _wait_for(lambda: provider.batches)
+    assert provider.reveal("add", 5, [K("a", "code-a")])[0][0] == [90.0, 1.0, 2.0]
+    provider.close()
+
+
+def test_profiling_holds_the_device_at_most_its_share():
+    ncu = FakeNcu()
+    slow = ncu.profile_many
+
+    def profile_many(task, codes):
+        time.sleep(0.2)
+        return slow(task, codes)
+
+    ncu.profile_many = profile_many
+    provider = _provider("reps", ncu, lag=1, batch=1, deadline=0.0, share=0.5)
+    provider.reveal("add", 0, [K("a", "code-a"), K("b", "code-b")])
+    _wait_for(lambda: len(provider.batches) == 2)
+    first, second = provider.batches
+    gap = second["started"] - first["ended"]
+    assert gap >= 0.9 * first["seconds"]  # share 0.5: idle at least as long as it held
     provider.close()
 
 
@@ -134,11 +180,10 @@ def test_missing_ncu_switches_v2_to_roofline_with_one_warning(caplog):
 def test_ncu_that_refuses_mid_run_switches_to_roofline_once(caplog):
     ncu = FakeNcu(refuse=True)
     with caplog.at_level(logging.WARNING):
-        provider = _provider("reps", ncu, lag=1)
-        provider.reveal("add", 0, [K("a", "code-a")])
-        hw, _ = provider.reveal("add", 1, [K("a", "code-a")])[0]  # waits, the batch refuses
+        provider = _provider("reps", ncu, lag=0)
+        hw, _ = provider.reveal("add", 0, [K("a", "code-a")])[0]  # waits, the batch refuses
         assert hw == provider.roofline("add", "a")
-        assert provider.reveal("add", 2, [K("b", "code-b")])[0][0] == provider.roofline("add",
+        assert provider.reveal("add", 1, [K("b", "code-b")])[0][0] == provider.roofline("add",
                                                                                          "b")
     assert provider.mode == "roofline"
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
