@@ -48,7 +48,7 @@ class SignatureTiming:
     """When the Nsight Compute signature replaces the roofline one, and how batches form."""
 
     lag_steps: int = 1
-    batch_size: int = 8
+    batch_size: int = 4
     deadline_s: float = 15.0
     max_share: float = 0.25
 
