@@ -119,6 +119,7 @@ class SignatureProvider:
         self._queue: list[tuple[float, str, str]] = []  # (queued at, task, kernel id)
         self._urgent = False
         self._closed = False
+        self._flush = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self.batches: list[dict[str, Any]] = []  # one entry per batch: kernels, seconds
@@ -156,17 +157,20 @@ class SignatureProvider:
             return [(self.roofline(task_name, k.kernel_id), None) for k in kernels]
         return [self._reveal_reps(task_name, step, k) for k in kernels]
 
-    def close(self) -> None:
-        """Stop the profiling thread: the ncu session in flight is cancelled (its kernels stay
-        unprofiled), requests not yet in a batch are dropped. Idempotent."""
+    def close(self, flush: bool = False) -> None:
+        """Stop the profiling thread. ``flush``: the batch in flight finishes and what is still
+        queued is profiled now (no deadline, no share), so the trace holds every representative
+        asked for (the normal end of a run); otherwise the session in flight is cancelled (its
+        kernels stay unprofiled) and the queue is dropped (an interrupted run). Idempotent."""
         with self._cond:
             self._closed = True
+            self._flush = flush
             self._cond.notify_all()
         cancel = getattr(self.profiler, "cancel", None)
-        if cancel is not None and self._thread is not None:
+        if not flush and cancel is not None and self._thread is not None:
             cancel()  # a session in flight would hold the end of the run for tens of seconds
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=900 if flush else 60)
             self._thread = None
 
     def describe(self) -> dict[str, Any]:
@@ -218,7 +222,9 @@ class SignatureProvider:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and not self._due():
+                while not (self._closed and not self._flush) and not self._due():
+                    if self._closed and not self._queue:
+                        break
                     timeout = None
                     if self._queue:
                         now = time.monotonic()
@@ -226,7 +232,7 @@ class SignatureProvider:
                             max(self._queue[0][0] + self.timing.deadline_s, self._next_batch_at)
                             - now, 1.0))
                     self._cond.wait(timeout=timeout)
-                if self._closed:
+                if self._closed and not (self._flush and self._queue):
                     return
                 batch = self._queue[:self.timing.batch_size]
                 self._queue = self._queue[self.timing.batch_size:]
@@ -240,7 +246,7 @@ class SignatureProvider:
     def _due(self) -> bool:
         if not self._queue:
             return False
-        if self._urgent:  # a task waits (lag 0)
+        if self._urgent or self._flush:  # a task waits (lag 0), or the run ends
             return True
         if time.monotonic() < self._next_batch_at:
             return False

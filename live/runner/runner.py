@@ -211,8 +211,8 @@ class LiveRunner:
                     futures = [pool.submit(self._run_task, task, recorded)
                                for task in self.tasks]
                     summaries = [f.result() for f in futures]
-                if self.signatures is not None:  # the batch in flight is recorded first
-                    self.signatures.close()
+                if self.signatures is not None:  # the representatives asked for, recorded
+                    self.signatures.close(flush=True)
         finally:
             self.progress.close()
             if self.signatures is not None:

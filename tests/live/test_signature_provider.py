@@ -236,3 +236,16 @@ def test_profile_items_puts_several_tasks_in_one_session(tmp_path):
     assert "--item add=" in sessions[0] and "--item softmax=" in sessions[0]
     assert [r.task_id for r in results] == ["add", "softmax"]
     assert not any(r.profiled for r in results)  # the fake printed no CSV
+
+
+def test_close_with_flush_profiles_what_is_queued_and_plain_close_drops_it():
+    ncu = FakeNcu()
+    provider = _provider("reps", ncu, lag=1, deadline=600.0)  # no batch would start on its own
+    provider.reveal("add", 0, [K("a", "code-a")])
+    provider.close(flush=True)
+    assert ncu.calls == [["code-a"]]
+    dropped = FakeNcu()
+    other = _provider("reps", dropped, lag=1, deadline=600.0)
+    other.reveal("add", 0, [K("a", "code-a")])
+    other.close()
+    assert dropped.calls == []
