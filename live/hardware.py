@@ -54,8 +54,16 @@ class GpuPeaks:
         return replace(self, **measured)
 
 
-# Vendor datasheet figures. Order matters: more specific names first ("H200" contains "H20",
-# the PCIe and SXM parts share the model number).
+# Vendor datasheet figures (dense: the datasheets' tensor-core figures "with sparsity" halved).
+# Sources: NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 4.8 TB/s HBM3e, 1,979 TFLOPS
+# FP16/BF16 with sparsity, 67 TFLOPS FP32); NVIDIA H100 Tensor Core GPU datasheet (SXM 3.35 TB/s,
+# 1,979 / 67; PCIe 2 TB/s, 1,513 / 51; NVL 3.9 TB/s, 1,671 / 60); NVIDIA A100 Tensor Core GPU
+# datasheet (40 GB 1,555 GB/s, 80 GB PCIe 1,935 GB/s, 80 GB SXM 2,039 GB/s, 312 TFLOPS FP16/BF16
+# dense, 19.5 FP32); NVIDIA H20 product brief (4.0 TB/s, 148 / 44); NVIDIA Ada Lovelace GPU
+# architecture whitepaper, RTX 4090 (1,008 GB/s GDDR6X, 165.2 TFLOPS FP16 tensor with FP32
+# accumulate, 82.6 TFLOPS FP32). SM counts from the same documents.
+# Order matters: more specific names first ("H200" contains "H20", the PCIe and SXM parts share
+# the model number).
 GPU_PEAKS: tuple[GpuPeaks, ...] = (
     GpuPeaks("h200", "NVIDIA H200 SXM", 4800.0, 989.4, 989.4, 66.9, 132, match=("h200",)),
     GpuPeaks("h20", "NVIDIA H20", 4000.0, 148.0, 148.0, 44.0, 78, match=("h20",)),
