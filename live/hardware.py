@@ -54,8 +54,16 @@ class GpuPeaks:
         return replace(self, **measured)
 
 
-# Vendor datasheet figures. Order matters: more specific names first ("H200" contains "H20",
-# the PCIe and SXM parts share the model number).
+# Vendor datasheet figures (dense: the datasheets' tensor-core figures "with sparsity" halved).
+# Sources: NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 4.8 TB/s HBM3e, 1,979 TFLOPS
+# FP16/BF16 with sparsity, 67 TFLOPS FP32); NVIDIA H100 Tensor Core GPU datasheet (SXM 3.35 TB/s,
+# 1,979 / 67; PCIe 2 TB/s, 1,513 / 51; NVL 3.9 TB/s, 1,671 / 60); NVIDIA A100 Tensor Core GPU
+# datasheet (40 GB 1,555 GB/s, 80 GB PCIe 1,935 GB/s, 80 GB SXM 2,039 GB/s, 312 TFLOPS FP16/BF16
+# dense, 19.5 FP32); NVIDIA H20 product brief (4.0 TB/s, 148 / 44); NVIDIA Ada Lovelace GPU
+# architecture whitepaper, RTX 4090 (1,008 GB/s GDDR6X, 165.2 TFLOPS FP16 tensor with FP32
+# accumulate, 82.6 TFLOPS FP32). SM counts from the same documents.
+# Order matters: more specific names first ("H200" contains "H20", the PCIe and SXM parts share
+# the model number).
 GPU_PEAKS: tuple[GpuPeaks, ...] = (
     GpuPeaks("h200", "NVIDIA H200 SXM", 4800.0, 989.4, 989.4, 66.9, 132, match=("h200",)),
     GpuPeaks("h20", "NVIDIA H20", 4000.0, 148.0, 148.0, 44.0, 78, match=("h20",)),
@@ -162,3 +170,62 @@ def measure_ceilings(device: str = "cuda", copy_mib: int = 1024, matmul_n: int =
         matmul_ms = median_ms(lambda a=a, b=b: a @ b)
         ceilings[key] = 2 * matmul_n**3 / (matmul_ms * 1e-3) / 1e12
     return ceilings
+
+
+#: the signature's dimensions, in the order of ``h(k)`` (kbsim.strategies: SM, DRAM, L2)
+SIGNATURE_DIMS = ("sm_pct", "dram_pct", "l2_pct")
+#: L2 throughput % per DRAM throughput %: Nsight Compute's ``lts__throughput`` over its
+#: ``dram__throughput`` has a median of 1.42 over the 904 profiled kernels of
+#: traces/explore-h200 (H200; measured by benchmarks/roofline_vs_ncu.py). Fitted on that trace
+#: only; traces/policy-v2-h200 is the held-out check (docs/benchmarks.md).
+L2_PER_DRAM = 1.4
+
+
+def roofline_signature(
+    task: Task,
+    shape: Shape,
+    ms: float,
+    peaks: GpuPeaks,
+) -> tuple[float, float, float] | None:
+    """A hardware signature without a profiler, in ``h(k)``'s (SM, DRAM, L2) order, % of peak.
+
+    NOTE (D68): two measured figures fill three dimensions (L2 from DRAM, below).
+
+    From the measured runtime ``ms`` of one shape and the task's bytes and FLOPs for it:
+
+    - DRAM: achieved bandwidth ``bytes_moved / ms`` over the GPU's DRAM peak;
+    - SM: achieved compute ``flops / ms`` over the peak of the task's ``compute_dtype``;
+    - L2: the DRAM figure times ``L2_PER_DRAM`` (every DRAM byte crosses L2, and Nsight's L2
+      throughput runs above its DRAM throughput by about that factor on streaming kernels; the
+      byte count says nothing about the reuse L2 serves on top).
+
+    Each is capped to [0, 100]. None without byte counts or a positive runtime. The minimal byte
+    count (each input read once, each output written once) understates what an untuned kernel
+    moves, so its DRAM figure is a lower bound too; see docs/benchmarks.md for how far this
+    agrees with Nsight Compute on the shipped traces.
+    """
+    if task.bytes_moved is None or not ms or ms <= 0:
+        return None
+    seconds = ms * 1e-3
+    dram = 100.0 * task.bytes_moved(shape) / seconds / (peaks.dram_gbps * 1e9)
+    flops = task.flops(shape) if task.flops is not None else 0
+    compute = 100.0 * flops / seconds / (peaks.peak_tflops(task.compute_dtype) * 1e12)
+    dram, compute = min(100.0, max(0.0, dram)), min(100.0, max(0.0, compute))
+    return (compute, dram, min(100.0, dram * L2_PER_DRAM))
+
+
+def kernel_roofline_signature(
+    task: Task,
+    shape_ms: list[float] | tuple[float, ...],
+    peaks: GpuPeaks,
+    shape_index: int | None = None,
+) -> tuple[float, float, float] | None:
+    """`roofline_signature` of one kernel from its per-perf-shape runtimes, on the shape Nsight
+    Compute would profile (the middle perf shape, ``live.profiler.target``) unless told."""
+    shapes = list(task.perf_shapes)
+    if not shapes or len(shape_ms) != len(shapes):
+        return None
+    if shape_index is None:
+        shape_index = max(0, (len(shapes) - 1) // 2)
+    return roofline_signature(task, dict(shapes[shape_index]), float(shape_ms[shape_index]),
+                              peaks)

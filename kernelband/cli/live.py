@@ -27,9 +27,18 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 @click.option("--run-id", default=None, help="Run id in the trace [<policy>-s<seed>].")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default=None,
               help="cuda, or cpu (Triton interpreter, tiny shapes; timings flagged) [auto].")
-@click.option("--profile", "profile_mode", type=click.Choice(["reps", "all", "off"]),
-              default=None, help="Nsight Compute: the representatives the policy asks for, "
-              "every correct kernel, or none [reps].")
+@click.option("--profile", "profile_mode",
+              type=click.Choice(["reps", "all", "roofline", "off"]), default=None,
+              help="Nsight Compute: the representatives the policy asks for, every correct "
+              "kernel; roofline: signatures from runtime, bytes and FLOPs, no profiler "
+              "(also the fallback when ncu is missing or refuses); or none [reps].")
+@click.option("--profile-lag", type=int, default=None,
+              help="With --profile reps: the fewest steps between the policy asking for a "
+              "signature and seeing Nsight Compute's; the roofline one until the profile is "
+              "back, never waiting (0: wait for it) [1].")
+@click.option("--gpu-memory", "gpu_memory_gib", type=float, default=None,
+              help="GiB of GPU memory the evaluator may plan for (emulate a smaller card) "
+              "[the whole card].")
 @click.option("--in-flight", type=int, default=None, help="Tasks run concurrently [4].")
 @click.option("--eval-workers", type=int, default=None,
               help="Evaluator processes: they compile and check side by side, and time one at "
@@ -75,7 +84,8 @@ def live(**values: Any) -> None:
         if values["config_file"]:
             settings.update(load_config_file(values["config_file"]))
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
-                    "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s"):
+                    "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
+                    "profile_lag", "gpu_memory_gib"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:
@@ -134,6 +144,8 @@ def _print_summary(result: Any) -> None:
                    f"{_fmt(t.k0_ms, '.4f'):>10} {_fmt(t.best_ms, '.4f'):>10} "
                    f"{_fmt(speedup, '.2f'):>7}  {statuses}"
                    + (f"  [stopped: {t.stopped}]" if t.stopped else ""))
+        for note in getattr(t, "notes", ()):
+            click.echo(f"    note: {note}")
     try:
         steps = load_trace(result.out).steps_df()
     except TraceError as exc:

@@ -60,7 +60,11 @@ def _resolve_or_fail(task_spec: str) -> list:
               help="Write the machine's reference and k0 timings here (JSON).")
 @click.option("--timeout", "timeout_s", type=float, default=300.0, show_default=True,
               help="Per-candidate compile and run limit, seconds.")
-def check(task_spec: str, device: str, out: str | None, timeout_s: float) -> None:
+@click.option("--gpu-memory", "gpu_memory_gib", type=float, default=None,
+              help="GiB of GPU memory the evaluator may plan for (emulate a smaller card); "
+              "shapes that cannot fit are dropped with a note [the whole card].")
+def check(task_spec: str, device: str, out: str | None, timeout_s: float,
+          gpu_memory_gib: float | None) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
@@ -84,7 +88,15 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float) -> Non
         if r.error:
             click.echo(f"    {r.error}")
 
-    checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s, on_result=show)
+    from live.evaluator import Evaluator
+
+    with Evaluator(task_spec, device=device, timeout_s=timeout_s, compile_timeout_s=timeout_s,
+                   gpu_memory_gib=gpu_memory_gib) as ev:
+        checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
+                                   on_result=show, evaluator=ev)
+        for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
+            for note in notes:
+                click.echo(f"note: {task_id}: {note}")
     failed = [c.task_id for c in checks if not c.passed]
     click.echo(f"{len(checks) - len(failed)}/{len(checks)} passed on {info.get('device_name')}")
     if out:

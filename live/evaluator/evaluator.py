@@ -21,6 +21,7 @@ from typing import Any
 from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.hashing import kernel_id
+from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
 from live.evaluator.static_check import static_check
@@ -61,6 +62,12 @@ class Evaluator:
             loading, compiling and checking hold it shared, timing holds it exclusive (the worker
             waits for its turn before timing), so timings are never taken while anything else
             runs on the device. Without it, callers serialize evaluations themselves.
+        gpu_memory_gib: cap on the GPU memory the evaluator plans for (emulate a smaller card);
+            None: the whole card.
+        memory_plan: the plan to follow (`live.evaluator.memory_plan`); None on a GPU makes one
+            from the tasks and the cap (workers may then be fewer than asked), ``False`` none.
+            With a plan, each check reserves its task's bytes from the plan's pool, workers cap
+            their allocator and input cache by it, and the plan's dropped shapes are skipped.
     """
 
     def __init__(
@@ -77,6 +84,8 @@ class Evaluator:
         startup_timeout_s: float = 300.0,
         static_check: bool = False,
         gpu_lock: GpuLock | None = None,
+        gpu_memory_gib: float | None = None,
+        memory_plan: MemoryPlan | None | bool = None,
     ):
         if workers < 1:
             raise ValueError("workers must be >= 1")
@@ -92,6 +101,16 @@ class Evaluator:
         self.startup_timeout_s = startup_timeout_s
         self.static_check = static_check
         self.gpu_lock = gpu_lock
+        if memory_plan is None and self.device == "cuda":
+            from live.evaluator.task_source import resolve_tasks
+
+            cap, source = resolve_cap(gpu_memory_gib)
+            memory_plan = plan_memory(resolve_tasks(self.task_spec), cap, workers, source)
+        self.memory_plan: MemoryPlan | None = memory_plan or None
+        self.memory_pool: MemoryPool | None = None
+        if self.memory_plan is not None:
+            workers = min(workers, self.memory_plan.workers)
+            self.memory_pool = MemoryPool(self.memory_plan.pool_bytes)
         self.n_workers = workers
         self._idle: AffinityQueue[WorkerProcess] = AffinityQueue()
         self._all: set[WorkerProcess] = set()
@@ -102,8 +121,12 @@ class Evaluator:
             self._idle.put(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
+        env = {"KB_GPU_WORKERS": str(self.n_workers)}
+        if self.memory_plan is not None:
+            env["KB_GPU_CAP_BYTES"] = str(self.memory_plan.worker_cap_bytes)
+            env["KB_INPUT_CACHE_BYTES"] = str(self.memory_plan.cache_bytes)
         worker = WorkerProcess(device=self.device, memory_limit_mb=self.memory_limit_mb,
-                               env_extra={"KB_GPU_WORKERS": str(self.n_workers)})
+                               env_extra=env)
         with self._lock:
             self._all.add(worker)
             self.workers_started += 1
@@ -113,6 +136,17 @@ class Evaluator:
         worker.kill()
         with self._lock:
             self._all.discard(worker)
+
+    def shape_notes(self, task_name: str) -> list[str]:
+        """The memory plan's notes for `task_name` (dropped shapes), empty without any."""
+        if self.memory_plan is None:
+            return []
+        return self.memory_plan.notes().get(task_name, [])
+
+    @property
+    def memory_plan_info(self) -> dict[str, Any] | None:
+        """The plan as plain data for the trace manifest (None without a plan)."""
+        return None if self.memory_plan is None else self.memory_plan.describe()
 
     @property
     def device_info(self) -> dict[str, Any]:
@@ -174,20 +208,35 @@ class Evaluator:
                    "code": code, "seed": seed, "n_seeds": self.n_seeds,
                    "baseline_code": baseline_code, "timing": asdict(self.timing),
                    "exclusive_timing": self.gpu_lock is not None}
+        if self.memory_plan is not None:
+            request["drop_shapes"] = self.memory_plan.dropped_shapes(task_name)
+        reserved = [0]
         if self.gpu_lock is None:
-            return self._exchange(worker, request, task_name, kid, base, None)
+            try:
+                if self.memory_pool is not None:  # serialized by the caller: hold it throughout
+                    reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))
+                return self._exchange(worker, request, task_name, kid, base, None)
+            finally:
+                self._give_back(reserved)
         held = ["none"]  # compiling holds nothing; the worker asks for more as it goes
         try:
-            return self._exchange(worker, request, task_name, kid, base, held)
+            return self._exchange(worker, request, task_name, kid, base, held, reserved)
         finally:
+            self._give_back(reserved)
             if held[0] == "shared":
                 self.gpu_lock.release_shared()
             elif held[0] == "exclusive":
                 self.gpu_lock.release_exclusive()
 
+    def _give_back(self, reserved: list[int]) -> None:
+        if reserved[0] and self.memory_pool is not None:
+            self.memory_pool.release(reserved[0])
+        reserved[0] = 0
+
     def _exchange(self, worker: WorkerProcess, request: dict[str, Any], task_name: str,
                   kid: str, base: dict[str, str],
-                  held: list[str] | None) -> tuple[EvalResult, bool]:
+                  held: list[str] | None,
+                  reserved: list[int] | None = None) -> tuple[EvalResult, bool]:
         """Send `request` and follow the worker's phases to its result; `held` tracks which
         side of the GPU lock this call holds (None: no lock)."""
         if not worker.send(request):
@@ -207,7 +256,8 @@ class Evaluator:
                                f"memory limit exceeded: {got.detail}", **base), False
             tag, payload = got.message
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
-                self._take(held, "exclusive" if payload == "timing" else "shared")
+                self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
+                           reserved if reserved is not None else [0])
                 if not worker.send({"op": "go"}):
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
@@ -222,9 +272,12 @@ class Evaluator:
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
             return result, not payload.get("recycle", False)
 
-    def _take(self, held: list[str], want: str) -> None:
+    def _take(self, held: list[str], want: str, task_name: str, reserved: list[int]) -> None:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
-        time: the phase timeout starts once it is granted)."""
+        time: the phase timeout starts once it is granted). Checking (shared) first reserves
+        the task's bytes from the memory plan's pool, before waiting for the lock so that a
+        waiting reservation never holds timings back; timing gives them back (the worker has
+        emptied its allocator cache, and nothing else runs beside a timing)."""
         assert self.gpu_lock is not None
         if held[0] == want:
             return
@@ -233,7 +286,10 @@ class Evaluator:
         elif held[0] == "exclusive":
             self.gpu_lock.release_exclusive()
         held[0] = "none"
+        self._give_back(reserved)
         if want == "shared":
+            if self.memory_pool is not None and self.memory_plan is not None:
+                reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))
             self.gpu_lock.acquire_shared()
         else:
             self.gpu_lock.acquire_exclusive()

@@ -95,6 +95,9 @@ class InputCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
         self._bytes = 0
+        #: keys whose inputs were made once and did not fit: not made ahead again (a small
+        #: cache under a tight memory plan would otherwise make them twice per candidate)
+        self.too_big: set[tuple] = set()
 
     @property
     def held(self) -> int:
@@ -110,11 +113,14 @@ class InputCache:
         if key in self._items:
             self._items.move_to_end(key)
             return
+        if key in self.too_big:
+            return
         self._store(key, tuple(make()))
 
     def _store(self, key: tuple, pristine: tuple) -> bool:
         size = sum(x.numel() * x.element_size() for x in pristine if isinstance(x, torch.Tensor))
         if size > self.max_bytes:
+            self.too_big.add(key)
             return False
         while self._items and self._bytes + size > self.max_bytes:
             _, (_, old_size) = self._items.popitem(last=False)
@@ -166,6 +172,13 @@ class CandidateRunner:
         self._inputs.ensure(self._input_key(task, shape, seed),
                             lambda: task.make_inputs(shape, seed, self.device))
 
+    def _release_cached_memory(self) -> None:
+        """Give the allocator's cached blocks back to the device (memory plan: a worker holds
+        its context and input cache between checks, not the peak of its last one)."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
     def _sync(self) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
@@ -183,6 +196,7 @@ class CandidateRunner:
         ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
         (the device alone); it returns once granted (False: the parent is gone)."""
         response = self._evaluate_once(request, workdir, on_compiled, await_turn)
+        self._release_cached_memory()
         if (self.device == "cuda" and response.get("status") == "runtime_error"
                 and "out of memory" in (response.get("error") or "") and self._inputs.held):
             # our own cache may have taken the room: drop it and judge the candidate again
@@ -244,12 +258,14 @@ class CandidateRunner:
         n_seeds = int(request.get("n_seeds", 3))
         dev = self.device
         module = self._load(request["code"], workdir, task, names)
+        # the memory plan's dropped shapes (indices into the timed list) are left out
+        drop = set(request.get("drop_shapes") or ())
         if dev == "cuda":
             check_shapes = [dict(s) for s in task.test_shapes]
-            timed_shapes = [dict(s) for s in task.perf_shapes]
+            timed_shapes = [dict(s) for i, s in enumerate(task.perf_shapes) if i not in drop]
         else:
-            check_shapes = [dict(s) for s in task.cpu_shapes]
-            timed_shapes = [dict(s) for s in task.cpu_shapes]
+            check_shapes = [dict(s) for i, s in enumerate(task.cpu_shapes) if i not in drop]
+            timed_shapes = list(check_shapes)
         # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
         # on the very inputs it is then timed with (big inputs dominate evaluation cost).
         # NOTE (D50): the perf shapes' inputs use one fixed seed (PERF_SEED) for every
@@ -306,6 +322,7 @@ class CandidateRunner:
         config = TimingConfig(**request.get("timing", {}))
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone
+            self._release_cached_memory()  # what the plan's pool gets back is free on the card
             if not await_turn("timing"):
                 raise Outcome("runtime_error", "the evaluator went away before timing",
                               recycle=True)

@@ -58,10 +58,13 @@ def main() -> None:
     limit_mb = os.environ.get("KB_MEMORY_LIMIT_MB")
     sharing = max(1, int(os.environ.get("KB_GPU_WORKERS", "1")))
     share_bytes = None
-    if device == "cuda" and limit_mb:
+    planned_cap = os.environ.get("KB_GPU_CAP_BYTES")
+    if device == "cuda" and (limit_mb or planned_cap):
         total = torch.cuda.get_device_properties(0).total_memory
-        # several workers on one GPU split it (with room for contexts and the allocator)
-        fraction = min(1.0, int(limit_mb) * 2**20 / total, 0.9 / sharing)
+        if planned_cap:  # the evaluator's memory plan (live.evaluator.memory_plan)
+            fraction = min(1.0, int(planned_cap) / total)
+        else:  # several workers on one GPU split it (with room for contexts and the allocator)
+            fraction = min(1.0, int(limit_mb) * 2**20 / total, 0.9 / sharing)
         torch.cuda.set_per_process_memory_fraction(fraction)
         share_bytes = int(fraction * total)
     if device == "cpu":
@@ -77,7 +80,9 @@ def main() -> None:
         info["gpu_bytes_share"] = share_bytes
     from live.evaluator.run_candidate import CandidateRunner
 
-    runner = CandidateRunner(device=device, info=info)
+    cache_bytes = os.environ.get("KB_INPUT_CACHE_BYTES")
+    runner = CandidateRunner(device=device, info=info,
+                             input_cache_bytes=int(cache_bytes) if cache_bytes else None)
     home = Path(tempfile.mkdtemp(prefix="kb-worker-"))
     from live.evaluator.guard import install as install_guard
 

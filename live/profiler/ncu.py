@@ -113,7 +113,7 @@ class NcuProfiler:
 
     def __init__(self, task_spec: str, *, cache_dir: str | Path | None = None,
                  timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
-                 device: str = "cuda"):
+                 device: str = "cuda", quiet: bool = False):
         self.task_spec = canonical_spec(task_spec)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout_s = timeout_s
@@ -121,6 +121,11 @@ class NcuProfiler:
         self.device = device
         self.ncu_path = ncu_path or shutil.which("ncu") or _default_ncu()
         self.unavailable_reason: str | None = None
+        #: quiet: say nothing when unavailable (the caller says it once, e.g. the live runner's
+        #: signature provider, which switches to roofline signatures)
+        self.quiet = quiet
+        self._running: subprocess.Popen | None = None
+        self._cancelled = False
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None
         if device != "cuda":
@@ -139,7 +144,9 @@ class NcuProfiler:
     def _mark_unavailable(self, reason: str) -> None:
         if self.unavailable_reason is None:
             self.unavailable_reason = reason
-            log.warning("Nsight Compute unavailable (%s): continuing with profiled=false", reason)
+            if not self.quiet:
+                log.warning("Nsight Compute unavailable (%s): continuing with profiled=false",
+                            reason)
 
     def _cache_path(self, task_id: str, kid: str) -> Path | None:
         if self.cache_dir is None:
@@ -229,8 +236,43 @@ class NcuProfiler:
                 results[i] = result
         return [results[i] for i in range(len(codes))]
 
+    def profile_items(self, items: list[tuple[str, str]], *, batch_size: int = 24,
+                      calls: int = 2) -> list[ProfileResult]:
+        """Profile candidates of several tasks, ``(task_name, code)`` each, `batch_size` per ncu
+        session whatever their tasks (the live runner's background batches); results in order.
+        A candidate the session captured no launch of is profiled alone."""
+        results: dict[int, ProfileResult] = {}
+        todo: list[tuple[int, str, str, str]] = []
+        for i, (task_name, code) in enumerate(items):
+            kid = kernel_id(code)
+            cached = self._cached(task_name, kid) if self.available else None
+            if not self.available:
+                results[i] = ProfileResult(kid, task_name, profiled=False,
+                                           error=self.unavailable_reason)
+            elif cached is not None:
+                results[i] = cached
+            else:
+                todo.append((i, task_name, code, kid))
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            for (i, task_name, code, _), result in zip(
+                    chunk, self._run_session([(t, c, k) for _, t, c, k in chunk], calls),
+                    strict=True):
+                if not result.profiled and self.available:
+                    result = self.profile(task_name, code)
+                else:
+                    self._store(result)
+                results[i] = result
+        return [results[i] for i in range(len(items))]
+
     def _run_batch(self, task_name: str, chunk: list[tuple[int, str, str]],
                    calls: int) -> list[ProfileResult]:
+        return self._run_session([(task_name, code, kid) for _, code, kid in chunk], calls)
+
+    def _run_session(self, chunk: list[tuple[str, str, str]],
+                     calls: int) -> list[ProfileResult]:
+        """One ncu session over ``(task_name, code, kernel_id)`` candidates (kernels renamed
+        apart by their position in `chunk`)."""
         started = time.perf_counter()
         names = [triton_kernel_names(code) for _, code, _ in chunk]
         workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-batch-"))
@@ -245,23 +287,29 @@ class NcuProfiler:
                 paths.append(path)
             command = [*self._command(), "--kernel-name", kernel_regex(names)]
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
-                        self.task_spec, "--task", task_name, "--calls", str(calls)]
-            for path in paths:
-                command += ["--code", str(path)]
+                        self.task_spec, "--calls", str(calls)]
+            tasks = {task_name for task_name, _, _ in chunk}
+            if len(tasks) == 1:  # one task: --task T --code FILE ...
+                command += ["--task", next(iter(tasks))]
+                for path in paths:
+                    command += ["--code", str(path)]
+            else:
+                for (task_name, _, _), path in zip(chunk, paths, strict=True):
+                    command += ["--item", f"{task_name}={path}"]
             stdout, stderr, _, error = self._spawn(command, workdir,
                                                    self.timeout_s + 10.0 * len(chunk))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if error is not None:
             return [ProfileResult(kid, task_name, profiled=False, profiler=self.name,
-                                  error=error) for _, _, kid in chunk]
+                                  error=error) for task_name, _, kid in chunk]
         if self._refused(stdout + "\n" + stderr):
             return [ProfileResult(kid, task_name, profiled=False, error=self.unavailable_reason)
-                    for _, _, kid in chunk]
+                    for task_name, _, kid in chunk]
         groups = split_launches(parse_raw_csv(stdout))
         each_s = (time.perf_counter() - started) / max(1, len(chunk))
         out = []
-        for j, (_, _, kid) in enumerate(chunk):
+        for j, (task_name, _, kid) in enumerate(chunk):
             result = result_from_launches(groups.get(j, []), kid=kid, task_id=task_name,
                                           profiler=self.name)
             out.append(ProfileResult(**{**asdict(result), "latency_s": each_s}))
@@ -276,16 +324,34 @@ class NcuProfiler:
                timeout_s: float) -> tuple[str, str, int | None, str | None]:
         """Run ncu in its own session; (stdout, stderr, exit code, None), or ("", "", None,
         why it did not finish) after killing it at `timeout_s`."""
+        if self._cancelled:
+            return "", "", None, "ncu session cancelled"
         env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=workdir, env=env, start_new_session=True)
+        self._running = proc
         try:
             stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return "", "", None, f"ncu exceeded {timeout_s:g} s"
+        finally:
+            self._running = None
+        if self._cancelled:
+            return stdout, stderr, None, "ncu session cancelled"
         return stdout, stderr, proc.returncode, None
+
+    def cancel(self) -> None:
+        """Kill the ncu session in flight, if any (its own process group: the target too), and
+        every later one at once; its kernels come back unprofiled. For the end of a run."""
+        self._cancelled = True
+        proc = self._running
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _refused(self, output: str) -> bool:
         """True (and the profiler marked unavailable) if ncu's output says this machine will

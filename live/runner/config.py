@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-PROFILE_MODES = ("reps", "all", "off")
+PROFILE_MODES = ("reps", "all", "roofline", "off")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,13 @@ class RunConfig:
         device: ``auto`` | ``cuda`` | ``cpu`` (CPU: Triton interpreter, tiny shapes).
         profile: ``reps`` profiles the cluster representatives the policy asks for, ``all``
             every correct kernel (the trace is then fully profiled; the policy still sees a
-            signature only once it asks), ``off`` none.
+            signature only once it asks), ``roofline`` no profiler: signatures from the measured
+            runtime and the task's bytes and FLOPs (live.hardware), ``off`` none.
+        profile_lag: with ``reps``, the fewest steps of a task between the policy asking for a
+            representative's signature and seeing Nsight Compute's (the roofline one until it is
+            back, never waiting); 0 waits for the profile (live.profiler.provider).
+        gpu_memory_gib: cap on the GPU memory the evaluator plans for (emulate a smaller card);
+            None: the whole card (live.evaluator.memory_plan).
         in_flight: tasks run concurrently (LLM latency overlaps GPU work; GPU timing and
             profiling are never concurrent on one device).
         eval_workers: warm evaluator processes; 0 picks one per task in flight on a GPU (at most
@@ -55,12 +61,18 @@ class RunConfig:
     eval_workers: int = 0
     max_wall_s: float | None = None
     eval_timeout_s: float = 120.0
+    profile_lag: int = 1
+    gpu_memory_gib: float | None = None
 
     def __post_init__(self) -> None:
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if self.in_flight < 1:
             raise ValueError(f"in_flight must be >= 1, got {self.in_flight}")
+        if self.profile_lag < 0:
+            raise ValueError(f"profile_lag must be >= 0, got {self.profile_lag}")
+        if self.gpu_memory_gib is not None and self.gpu_memory_gib <= 0:
+            raise ValueError(f"gpu_memory_gib must be positive, got {self.gpu_memory_gib}")
         if self.eval_workers < 0:
             raise ValueError(f"eval_workers must be >= 0, got {self.eval_workers}")
         if self.profile not in PROFILE_MODES:

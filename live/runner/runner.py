@@ -15,6 +15,7 @@ the tasks and owns the run-wide parts (evaluator, profiler, trace writer, budget
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -32,7 +33,8 @@ from kbsim.trace.writer import TraceWriter
 from live.evaluator import Evaluator, kernel_id
 from live.evaluator.evaluator import resolve_device
 from live.evaluator.gpu_lock import GpuLock
-from live.profiler import NcuProfiler
+from live.profiler import NcuProfiler, ProfileResult
+from live.profiler.provider import SignatureProvider, SignatureTiming
 from live.proposers.base import Proposer
 from live.proposers.budget import Budget
 from live.runner.config import RunConfig
@@ -58,6 +60,8 @@ class TaskSummary:
     best_path: str | None
     status_counts: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
+    #: what the evaluator's memory plan changed for this task (dropped shapes)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def best_speedup_vs_ref(self) -> float | None:
@@ -99,6 +103,7 @@ class LiveRunner:
         self.evaluator = evaluator or Evaluator(
             config.tasks, device=config.device, workers=self._eval_workers(config),
             timeout_s=config.eval_timeout_s, static_check=True, gpu_lock=self.gpu_lock,
+            gpu_memory_gib=config.gpu_memory_gib,
         )
         # an evaluator from outside without our lock: serialize whole evaluations ourselves
         self._serial_lock: contextlib.AbstractContextManager = (
@@ -107,9 +112,10 @@ class LiveRunner:
         )
         out = Path(config.out)
         self.profiler = profiler
-        if self.profiler is None and config.profile != "off":
+        if self.profiler is None and config.profile in ("reps", "all"):
             self.profiler = NcuProfiler(config.tasks, cache_dir=out / ".profile-cache",
-                                        device=self.evaluator.device)
+                                        device=self.evaluator.device, quiet=True)
+        self.signatures: SignatureProvider | None = None  # made once the device is known
         self._writer_lock = threading.Lock()
         self._deadline = (time.monotonic() + config.max_wall_s) if config.max_wall_s else None
         self.progress = Progress([t.name for t in self.tasks], config.steps,
@@ -129,10 +135,36 @@ class LiveRunner:
         lock."""
         return self.gpu_lock.exclusive() if self.gpu_lock is not None else self._serial_lock
 
+    def _signature_provider(self, info: dict[str, Any]) -> SignatureProvider:
+        """What the policy sees of signatures, and when (live.profiler.provider)."""
+        return SignatureProvider(
+            self.config.profile, {t.name: t for t in self.tasks},
+            gpu_name=info.get("device_name"), profiler=self.profiler,
+            device_alone=self._device_alone, on_profiled=self._on_profiled,
+            timing=SignatureTiming(lag_steps=self.config.profile_lag),
+            on_reveal=self._on_reveal,
+        )
+
+    def _on_reveal(self, task_name: str, kernel_id: str, asked: int, shown: int) -> None:
+        """When the policy first saw a kernel's Nsight Compute signature (NOTE D67): one JSON
+        line per kernel in OUT/signature-reveals.jsonl, so a replay of this run can follow it."""
+        line = json.dumps({"run_id": self.run_id, "task_id": task_name, "kernel_id": kernel_id,
+                           "asked_step": asked, "shown_step": shown})
+        with self._writer_lock, open(Path(self.config.out) / "signature-reveals.jsonl",
+                                     "a") as f:
+            f.write(line + "\n")
+
+    def _on_profiled(self, task_name: str, kernel_id: str, result: Any) -> None:
+        if result.hw_sig is not None:
+            self._record_profile(next(t for t in self.tasks if t.name == task_name),
+                                 kernel_id, result)
+
     # -- manifest --------------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
         info = self.evaluator.device_info
+        if self.signatures is None:
+            self.signatures = self._signature_provider(info)
         describe: Callable[[], dict[str, Any]] | None = getattr(self.proposer, "describe", None)
         proposer = describe() if describe else {"kind": getattr(self.proposer, "name", "?")}
         return {
@@ -151,6 +183,8 @@ class LiveRunner:
             # issue #18: not_applicable attempts spend no step (traces/SCHEMA.md)
             "not_applicable_rule": "unavailable",
             "config": self.config.public_dict(),
+            "signatures": self.signatures.describe(),
+            "memory_plan": getattr(self.evaluator, "memory_plan_info", None),
         }
 
     # -- the run ---------------------------------------------------------------------------
@@ -174,8 +208,12 @@ class LiveRunner:
                     futures = [pool.submit(self._run_task, task, recorded)
                                for task in self.tasks]
                     summaries = [f.result() for f in futures]
+                if self.signatures is not None:  # the representatives asked for, recorded
+                    self.signatures.close(flush=True)
         finally:
             self.progress.close()
+            if self.signatures is not None:
+                self.signatures.close()
             if self._own_evaluator:
                 self.evaluator.close()
         return RunResult(out=out, run_id=self.run_id, tasks=summaries)
@@ -195,7 +233,8 @@ class LiveRunner:
         if k0 is None:
             self.progress.update(task.name, status, note="k0 failed")
             return TaskSummary(task.name, 0, None, None, None, None, None,
-                               {"k0_failed": 1}, stopped="the task's k0 failed evaluation")
+                               {"k0_failed": 1}, stopped="the task's k0 failed evaluation",
+                               notes=self._notes(task))
         episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):
@@ -209,7 +248,11 @@ class LiveRunner:
         best_path = self._write_best(task, best)
         self.progress.update(task.name, status, done=True)
         return TaskSummary(task.name, episode.step, k0.ms, k0.ref_ms, best.ms, best.kernel_id,
-                           best_path, dict(status.counts), stopped)
+                           best_path, dict(status.counts), stopped, self._notes(task))
+
+    def _notes(self, task: Task) -> list[str]:
+        shape_notes = getattr(self.evaluator, "shape_notes", None)
+        return list(shape_notes(task.name)) if shape_notes is not None else []
 
     # -- stages ----------------------------------------------------------------------------
 
@@ -234,30 +277,22 @@ class LiveRunner:
         """Whether signatures can be measured (a profiler that is available)."""
         return self.profiler is not None and self.profiler.available
 
-    def profile(self, task: Task, kernels: list[KernelInfo]) -> None:
-        """Profile correct kernels (one batch) and record their signatures in the trace."""
-        assert self.profiler is not None
-        codes = list({k.code: None for k in kernels})
-        with self._device_alone():
-            many = getattr(self.profiler, "profile_many", None)
-            if len(codes) > 1 and many is not None:
-                results = many(task.name, codes)
-            else:
-                results = [self.profiler.profile(task.name, code) for code in codes]
-        by_code = dict(zip(codes, results, strict=True))
-        for kernel in kernels:
-            result = by_code[kernel.code]
-            kernel.profile_tried = True
-            if result.profiled and result.hw_sig is not None:
-                kernel.hw = list(result.hw_sig)
-                kernel.prof9 = list(result.profile9) if result.profile9 else None
-                self._record_profile(task, kernel, result)
+    def reveal_signatures(self, task: Task, step: int, kernels: list[KernelInfo]
+                          ) -> list[tuple[list[float] | None, list[float] | None]]:
+        """The signatures the policy sees of `kernels` at `step`, as the signature provider
+        says (it profiles in the background and never makes the step wait: NOTE D67)."""
+        assert self.signatures is not None
+        seen = self.signatures.reveal(task.name, step, kernels)
+        for kernel, (hw, prof9) in zip(kernels, seen, strict=True):
+            if hw is not None:
+                kernel.hw, kernel.prof9 = hw, prof9 if prof9 is not None else kernel.prof9
+        return seen
 
-    def _record_profile(self, task: Task, kernel: KernelInfo, result: Any) -> None:
+    def _record_profile(self, task: Task, kernel_id: str, result: Any) -> None:
         assert self.writer is not None
         with self._writer_lock:
             self.writer.update_kernel_profile(
-                task.name, kernel.kernel_id, hw_sig=list(result.hw_sig),
+                task.name, kernel_id, hw_sig=list(result.hw_sig),
                 profile9=list(result.profile9) if result.profile9 else None,
                 profiler=result.profiler or "ncu",
             )
@@ -286,6 +321,12 @@ class LiveRunner:
                                         ("num_stages", result.num_stages)) if v is not None},
             )
         profile = None
+        if kernel is not None and self.signatures is not None:
+            roofline = self.signatures.observe(task.name, kernel.kernel_id, code,
+                                               result.shapes, result.shape_ms)
+            if self.signatures.mode == "roofline" and roofline is not None:
+                profile = ProfileResult(kernel.kernel_id, task.name, profiled=True,
+                                        profiler="roofline", hw_sig=roofline)
         if kernel is not None and self.config.profile == "all" and self.profiling:
             assert self.profiler is not None
             with self._device_alone():

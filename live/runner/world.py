@@ -70,16 +70,19 @@ class TaskWorld:
     # -- World -----------------------------------------------------------------------------
 
     def reveal(self, episode: Episode, wanted: list[int]) -> None:
-        """Profile (if needed; never while replaying) and reveal the wanted signatures."""
+        """Reveal the wanted signatures: what the runner's signature provider shows at this
+        step (NOTE D67), or, while replaying a resumed run, the signatures recorded then."""
         kernels: list[KernelInfo] = [episode.members[i] for i in wanted]
-        todo = [k for k in kernels if k.hw is None and not k.profile_tried]
-        if todo and not self.replaying and self.runner.profiling:  # one ncu session
+        if self.replaying or not kernels:
+            seen = [(k.hw, k.prof9) for k in kernels]
+        else:
             started = time.perf_counter()
-            self.runner.profile(self.task, todo)
-            self._profile_s = time.perf_counter() - started
-        for idx, kernel in zip(wanted, kernels, strict=True):
+            seen = self.runner.reveal_signatures(self.task, episode.step, kernels)
+            if self.runner.profiling:
+                self._profile_s = time.perf_counter() - started
+        for idx, kernel, (hw, prof9) in zip(wanted, kernels, seen, strict=True):
             kernel.profile_tried = True
-            episode.reveal(idx, kernel.hw, kernel.prof9)
+            episode.reveal(idx, hw, prof9)
 
     def attempt(self, episode: Episode, choice: Choice) -> Attempt:
         if self.pending:
