@@ -15,8 +15,10 @@ the recorded kernel row the member's features come from.
 The env rng is separate from the policy rng, so environment draws never shift the policy's random
 stream (this is what makes a tape replay of the logging policy exact).
 
-These take whole NamedTuples and suit step-by-step callers (`kbsim.replay.record`); the engine's
-hot loop calls the `*_arrays` kernels underneath with only the arrays they read.
+The dispatch on the env kind lives once, in `env_answer` (an attempt) and `env_arm_means` (a new
+member's arm means), both inlined (``inline="always"``) into their callers: the replay engine's
+hot loop (`kbsim.replay.engine.run_episode`, compiled without reference counting) and the
+step-by-step `env_step` / `env_on_add` here (`kbsim.replay.record`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from kbsim.envs.synthetic import (
     syn_not_applicable,
     syn_step_arrays,
 )
-from kbsim.envs.tape import tape_arm_means_arrays, tape_pick
+from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
 from kbsim.policies.state import pool_add
 
 
@@ -76,23 +78,30 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
     return env.k_ms[row]
 
 
-@njit(cache=True)
-def env_on_add(kind, env, task, pool, scratch, idx) -> float:
-    """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
-    row = scratch.means[idx]
-    key = pool.key[idx]
+@njit(cache=True, inline="always")
+def env_arm_means(kind, env, task, stop, key, phi, ms, floor_ms, out) -> float:
+    """THE mean reward of each arm (member with pool key `key`, features phi, runtime ms; s)
+    into out[s], dispatched on the env kind (inlined into the engine and `env_on_add`);
+    returns their max (NaN if none is known)."""
     if kind == SYNTHETIC:
         syn_arm_means_arrays(env.syn_centers, env.syn_base, env.fparams, env.iparams, task, key,
-                             pool.phi[idx], pool.ms[idx], row)
+                             phi, ms, out)
     elif kind == FITTED:
         fitted_arm_means_arrays(env.fit_mean, env.fit_min_ratio, env.fit_nbr, env.fit_nbr_n,
                                 env.tape_start, env.o_success, env.o_child_ms, env.o_parent_ms,
-                                key, pool.ms[idx], env.task_floor_ms[task], row)
+                                key, ms, floor_ms, out)
     else:
         tape_arm_means_arrays(env.tape_mean, env.tape_nn, env.tape_start, env.o_success,
-                              env.o_child_ms, env.o_parent_ms, env.iparams[I_ON_EXHAUST] == STOP,
-                              key, pool.ms[idx], env.task_floor_ms[task], row)
-    return row_max(row)
+                              env.o_child_ms, env.o_parent_ms, stop, key, ms, floor_ms, out)
+    return row_max(out)
+
+
+@njit(cache=True)
+def env_on_add(kind, env, task, pool, scratch, idx) -> float:
+    """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
+    stop = env.iparams[I_ON_EXHAUST] == STOP
+    return env_arm_means(kind, env, task, stop, pool.key[idx], pool.phi[idx], pool.ms[idx],
+                         env.task_floor_ms[task], scratch.means[idx])
 
 
 @njit(cache=True)
@@ -128,44 +137,60 @@ def recorded_outcome(
     return 1, child_ms, child, tokens, cost
 
 
+@njit(cache=True, inline="always")
+def env_answer(kind, env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
+               cursor, rng, child_phi, child_prof9, child_rt6):
+    """THE environment's answer to one attempt, dispatched on the env kind (inlined into the
+    engine's loop, which passes the values it keeps per episode, and into `env_step`) ->
+    (status, child_ms, child_key, tokens, cost_usd, served) with status as in the module doc
+    and served 1 when data served the attempt (synthetic: every applicable attempt; fitted: a
+    neighbour's outcome; tape: a fresh tape outcome)."""
+    if kind == SYNTHETIC:
+        if syn_not_applicable(env.syn_base, task, parent_key, s):
+            return NA_STATUS, np.nan, -1, 0, 0.0, 0
+        eip = env.iparams
+        tokens = eip[I_TOKENS]
+        cost = tokens * env.fparams[F_USD_PER_TOKEN]
+        ok, child_ms, label = syn_step_arrays(env.syn_centers, env.syn_base, env.fparams, eip,
+                                              task, parent_key, parent_phi, parent_ms, s, rng,
+                                              child_phi)
+        if not ok:
+            return 0, np.nan, -1, tokens, cost, 1
+        syn_features_arrays(env.syn_hw, eip, task, label, child_phi, child_ms, child_prof9,
+                            child_rt6)
+        return 1, child_ms, label, tokens, cost, 1
+    served = 0
+    if kind == FITTED:
+        row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, parent_key, s, rng)
+        own = False
+        if row >= 0:
+            served = 1
+    else:
+        row, own, fresh, truncate = tape_pick_arrays(env.tape_start, env.tape_nn, k_first, mode,
+                                                     parent_key, s, cursor, rng)
+        if truncate:
+            return -1, np.nan, -1, 0, 0.0, 0
+        if fresh:
+            served = 1
+    status, child_ms, child_key, tokens, cost = recorded_outcome(
+        env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
+        env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, parent_ms,
+        floor_ms, child_phi, child_prof9, child_rt6,
+    )
+    return status, child_ms, child_key, tokens, cost, served
+
+
 @njit(cache=True)
 def env_step(kind, env, task, pool, scratch, parent, s, rng):
     """One attempt -> (status, child_ms, child_key, tokens, cost_usd); see the module doc."""
-    if kind == SYNTHETIC:
-        tokens = env.iparams[I_TOKENS]
-        cost = tokens * env.fparams[F_USD_PER_TOKEN]
-        if syn_not_applicable(env.syn_base, task, pool.key[parent], s):
-            return NA_STATUS, np.nan, -1, 0, 0.0
-        scratch.served[0] += 1
-        ok, child_ms, label = syn_step_arrays(
-            env.syn_centers, env.syn_base, env.fparams, env.iparams, task, pool.key[parent],
-            pool.phi[parent], pool.ms[parent], s, rng, scratch.child_phi,
-        )
-        if not ok:
-            return 0, np.nan, -1, tokens, cost
-        syn_features_arrays(env.syn_hw, env.iparams, task, label, scratch.child_phi, child_ms,
-                            scratch.child_prof9, scratch.child_rt6)
-        return 1, child_ms, label, tokens, cost
-    if kind == FITTED:
-        row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, pool.key[parent], s,
-                                 rng)
-        own = False
-        if row >= 0:
-            scratch.served[0] += 1
-    else:
-        row, own, fresh, truncate = tape_pick(env, task, pool.key[parent], s, scratch.cursor,
-                                              rng)
-        if truncate:
-            return -1, np.nan, -1, 0, 0.0
-        if fresh:
-            scratch.served[0] += 1
-    return recorded_outcome(
-        env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
-        env.o_cost,
-        env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, pool.ms[parent],
-        env.task_floor_ms[task], scratch.child_phi,
-        scratch.child_prof9, scratch.child_rt6,
+    floor_ms = env.task_floor_ms[task] if kind != SYNTHETIC else 0.0  # NOTE D46, D47
+    status, child_ms, child_key, tokens, cost, served = env_answer(
+        kind, env, task, env.task_kstart[task], env.iparams[I_ON_EXHAUST], floor_ms,
+        pool.key[parent], pool.phi[parent], pool.ms[parent], s, scratch.cursor, rng,
+        scratch.child_phi, scratch.child_prof9, scratch.child_rt6,
     )
+    scratch.served[0] += served
+    return status, child_ms, child_key, tokens, cost
 
 
 @njit(cache=True)

@@ -35,23 +35,12 @@ import numpy as np
 from numba import njit, prange
 
 from kbsim.envs.data import (
-    F_USD_PER_TOKEN,
-    FITTED,
     I_ON_EXHAUST,
-    I_TOKENS,
     NA_STATUS,
     STOP,
     SYNTHETIC,
 )
-from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
-from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
-from kbsim.envs.synthetic import (
-    syn_arm_means_arrays,
-    syn_features_arrays,
-    syn_not_applicable,
-    syn_step_arrays,
-)
-from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
+from kbsim.envs.step import env_answer, env_arm_means, env_init, env_on_add, env_reveal_hw
 from kbsim.policies.kernels import (
     mark_na_inline,
     prepare_inline,
@@ -150,31 +139,22 @@ def run_episode(
     """Run one episode in place (state already reset) and record row e of out / ep_out.
 
     Every array crossing a compiled call costs a reference-count increment and decrement, so
-    the arrays of env, scratch and out are taken out once here and the per-step calls get only
-    the few arrays they read (the env's `*_arrays` kernels). Compiled with ``_nrt=False`` (no
-    reference counting, no allocation), so the policy's `prepare` / `select` / `update` are
+    the arrays of scratch and out are taken out once here; the environment's answer and arm
+    means (`kbsim.envs.step.env_answer` / `env_arm_means`, the one dispatch on the env kind) are
+    inlined, so they read the env's arrays without a call boundary. Compiled with ``_nrt=False``
+    (no reference counting, no allocation), so the policy's `prepare` / `select` / `update` are
     inlined (`*_inline`) instead of called with the state's ~50 arrays passed by value.
     """
     pool.n[0] = 0
     scratch.served[0] = 0
     scratch.cursor[:, :] = 0
     k0_ms = env_init(ekind, env, task, pool, scratch, n_init)
-    # env arrays, once per episode
-    centers, base, syn_hw_table = env.syn_centers, env.syn_base, env.syn_hw
-    efp, eip = env.fparams, env.iparams
-    fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
-    fit_min_ratio = env.fit_min_ratio
+    # per-episode values of the env (its arrays are read inside the inlined env_answer and
+    # env_arm_means: no call boundary, so no reference counting)
     floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
-    tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
-    o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
-    o_na = env.o_na
-    o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
-    k_phi, k_prof9, k_rt6 = env.k_phi, env.k_prof9, env.k_rt6
     k_first = env.task_kstart[task]
-    mode = eip[I_ON_EXHAUST]
+    mode = env.iparams[I_ON_EXHAUST]
     stop = mode == STOP
-    syn_tokens = eip[I_TOKENS]
-    syn_cost = syn_tokens * efp[F_USD_PER_TOKEN]
     # pool and scratch arrays
     p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
     st_rep, st_size = state.rep, state.size
@@ -213,41 +193,15 @@ def run_episode(
             if parent < 0:
                 ended = True
                 break
-            parent_key = p_key[parent]
-            # --- the environment's answer
-            if ekind == SYNTHETIC and syn_not_applicable(base, task, parent_key, s):
-                status, child_ms, child_key, tok, c = NA_STATUS, np.nan, -1, 0, 0.0
-            elif ekind == SYNTHETIC:
-                served += 1
-                tok, c = syn_tokens, syn_cost
-                ok, child_ms, child_key = syn_step_arrays(centers, base, efp, eip, task,
-                                                          parent_key, p_phi[parent],
-                                                          p_ms[parent], s, erng, child_phi)
-                status = 1 if ok else 0
-                if ok:
-                    syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi,
-                                        child_ms, child_prof9, child_rt6)
-            else:
-                if ekind == FITTED:
-                    row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s,
-                                             erng)
-                    own = False
-                    if row >= 0:
-                        served += 1
-                else:
-                    row, own, fresh, truncate = tape_pick_arrays(tape_start, tape_nn, k_first,
-                                                                 mode, parent_key, s, cursor,
-                                                                 erng)
-                    if truncate:
-                        ended = True
-                        break
-                    if fresh:
-                        served += 1
-                status, child_ms, child_key, tok, c = recorded_outcome(
-                    o_success, o_na, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
-                    k_prof9, k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms, child_phi,
-                    child_prof9, child_rt6,
-                )
+            # --- the environment's answer (kbsim.envs.step.env_answer, inlined)
+            status, child_ms, child_key, tok, c, fresh = env_answer(
+                ekind, env, task, k_first, mode, floor_ms, p_key[parent], p_phi[parent],
+                p_ms[parent], s, cursor, erng, child_phi, child_prof9, child_rt6,
+            )
+            if status < 0:  # a `stop` tape ran out
+                ended = True
+                break
+            served += fresh
             if status != NA_STATUS:
                 break
             mark_na_inline(state, parent, s)
@@ -273,19 +227,8 @@ def run_episode(
                 idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
                                child_key)
                 if idx >= 0:
-                    row_means = means[idx]
-                    if ekind == SYNTHETIC:
-                        syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
-                                             p_phi[idx], p_ms[idx], row_means)
-                    elif ekind == FITTED:
-                        fitted_arm_means_arrays(fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n,
-                                                tape_start, o_success, o_child_ms, o_parent_ms,
-                                                child_key, p_ms[idx], floor_ms, row_means)
-                    else:
-                        tape_arm_means_arrays(tape_mean, tape_nn, tape_start, o_success,
-                                              o_child_ms, o_parent_ms, stop, child_key,
-                                              p_ms[idx], floor_ms, row_means)
-                    b = row_max(row_means)
+                    b = env_arm_means(ekind, env, task, stop, child_key, p_phi[idx], p_ms[idx],
+                                      floor_ms, means[idx])
                     if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
                         best_mean = b
         if record:
