@@ -345,7 +345,7 @@ class CandidateRunner:
         ref_ms = float(sum(ref_shape_ms))
         weighted = sum(c * m for c, m in zip(cvs, shape_ms, strict=True))
         timing_cv = float(weighted / ms) if ms > 0 else math.nan
-        meta = read_compile_meta(module)
+        meta = read_compile_meta(module, getattr(task, "language", "triton"))
         occupancy = (theoretical_occupancy_pct(meta.registers, meta.shared_bytes or 0,
                                                meta.num_warps, self.limits)
                      if meta.registers is not None and meta.num_warps else math.nan)

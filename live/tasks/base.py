@@ -86,6 +86,9 @@ class Task:
         prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
             instead of the raw candidate (TritonBench: the code above the 146-``#`` separator, so
             a whole operator file's test code is not run at import). Use ``module_source``.
+        language: the kernel language of k0 and of every candidate (a key of
+            ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
+            profiler's kernel filter and the metadata reader follow it.
     """
 
     name: str
@@ -107,6 +110,7 @@ class Task:
     source_check: Callable[[str, str], str | None] | None = None
     compute_dtype: str = "float32"
     prepare_source: Callable[[str], str] | None = None
+    language: str = "triton"
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
@@ -116,6 +120,11 @@ class Task:
             )
         if self.call_style == "returns" and self.run is None:
             raise ValueError(f"task {self.name!r}: call_style 'returns' needs a run callable.")
+        from live.evaluator.languages import LANGUAGES
+
+        if self.language not in LANGUAGES:
+            raise ValueError(f"task {self.name!r}: language must be one of "
+                             f"{tuple(LANGUAGES)}, not {self.language!r}.")
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for outputs of this dtype (``float32`` or ``torch.float32``)."""

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +46,11 @@ from typing import Any
 
 import torch
 
+from live.evaluator.checks import compare_values
 from live.tasks.base import Task
 from live.tasks.loading import import_source
 from live.tasks.selfcheck import interpreter_for
+from live.tasks.skips import Loaded, Skipped
 
 SEPARATOR = "#" * 146
 PERF_SUFFIX = "_perf.py"
@@ -308,42 +309,15 @@ def _gold_result(path: str, op: str, device: str) -> Any:
     return result_gold_of(source.code, source.test_code, device, f"tb_goldtest_{op}")
 
 
-def compare_results(got: Any, expected: Any, where: str = "result_gold") -> str | None:
-    """None when two nested results agree (tensors allclose with dtype tolerances)."""
+def _default_tolerance(dtype_name: str) -> tuple[float, float]:
     from live.tasks.base import DEFAULT_TOLERANCES
 
-    if isinstance(expected, torch.Tensor):
-        if not isinstance(got, torch.Tensor):
-            return f"{where}: expected a tensor, got {type(got).__name__}"
-        if got.shape != expected.shape or got.dtype != expected.dtype:
-            return f"{where}: shape/dtype {tuple(got.shape)} {got.dtype}, expected " \
-                   f"{tuple(expected.shape)} {expected.dtype}"
-        dtype_name = str(expected.dtype).removeprefix("torch.")
-        atol, rtol = DEFAULT_TOLERANCES.get(dtype_name, (1e-5, 1e-5))
-        if not torch.allclose(got.detach().cpu().double(), expected.detach().cpu().double(),
-                              atol=atol, rtol=rtol, equal_nan=True):
-            return f"{where}: values differ beyond atol={atol}, rtol={rtol}"
-        return None
-    if isinstance(expected, dict):
-        if not isinstance(got, dict) or set(got) != set(expected):
-            return f"{where}: keys differ"
-        for key in expected:
-            problem = compare_results(got[key], expected[key], f"{where}[{key!r}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"{where}: lengths differ"
-        for index, (a, b) in enumerate(zip(got, expected, strict=True)):
-            problem = compare_results(a, b, f"{where}[{index}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(expected, float) and isinstance(got, (int, float)):
-        return None if math.isclose(got, expected, rel_tol=1e-5, abs_tol=1e-8) else \
-            f"{where}: {got} != {expected}"
-    return None if got == expected else f"{where}: {got!r} != {expected!r}"
+    return DEFAULT_TOLERANCES.get(dtype_name.removeprefix("torch."), (1e-5, 1e-5))
+
+
+def compare_results(got: Any, expected: Any, where: str = "result_gold") -> str | None:
+    """None when two nested results agree (``live.evaluator.checks.compare_values``)."""
+    return compare_values(got, expected, _default_tolerance, where)
 
 
 def code_part(candidate_source: str) -> str:
@@ -426,6 +400,13 @@ def _imported_names(source: OperatorSource) -> list[str]:
                 node.module.split(".")[-1] == source.op:
             names += [alias.name for alias in node.names]
     return names
+
+
+def load_checked(path: Path, options: Any = None) -> Loaded:
+    """``load_tritonbench`` for the task-source registry (``LoadOptions`` honoured: device)."""
+    device = getattr(options, "device", "auto") or "auto"
+    tasks, skipped = load_tritonbench(path, None if device == "auto" else device)
+    return Loaded(tasks, [Skipped(op, reason) for op, reason in skipped])
 
 
 def load_tritonbench(
