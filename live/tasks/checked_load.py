@@ -1,0 +1,186 @@
+"""Load a benchmark's tasks behind a gold-vs-gold check: cached, isolated, parallel, reported.
+
+Format-independent (TritonBench-G uses it; the next benchmark format reuses it): a source
+describes each task as a ``CheckItem`` (its name, the bytes that decide its check, how to run it
+as a plain script) and says how to build a ``Task`` from the metadata its check returns.
+
+1. Each item's check result is looked up in the on-disk cache (``live.tasks.checkcache``).
+2. The rest are checked in sandboxed evaluator workers, several in parallel
+   (``live.evaluator.gold.gold_check_in_worker`` through ``live.evaluator.isolated``), with a
+   progress bar; a check that ran out of GPU memory beside the others is retried alone.
+3. Every item whose check failed is run once more the benchmark's own way (a plain script, in a
+   worker), so its skip reason says whether it also fails outside kernelband.
+4. Passing items become tasks; the others ``Skipped`` records with one reason each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from live.evaluator.isolated import Call, run_calls
+from live.tasks import checkcache
+from live.tasks.skips import Loaded, Skipped
+
+GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One task to check: `name` in the source, `task_name` as the worker resolves it,
+    `contents` (the bytes its check depends on), and the plain-script call, if any."""
+
+    name: str
+    task_name: str
+    contents: tuple[bytes, ...]
+    plain_script: Call | None = None
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def checked_load(
+    task_spec: str,
+    items: Sequence[CheckItem],
+    options: Any,
+    *,
+    describe: str,
+    build: Callable[[CheckItem, Any], Any],
+) -> Loaded:
+    """The tasks of `items` whose gold check passes, and a ``Skipped`` for each other one.
+
+    `describe` is the ``live.`` function a worker calls on the built task to get the metadata
+    `build(item, meta)` needs in this process; `options` a ``LoadOptions``.
+    """
+    started = time.perf_counter()
+    device = resolve_device(getattr(options, "device", "auto") or "auto")
+    use_cache = getattr(options, "use_cache", True)
+    timeout_s = float(getattr(options, "timeout_s", 300.0))
+    env = checkcache.environment(device)
+    keys = {item.name: checkcache.entry_key(list(item.contents), env) for item in items}
+    records: dict[str, dict[str, Any]] = {}
+    if use_cache:
+        for item in items:
+            cached = checkcache.read(keys[item.name])
+            if cached is not None:
+                records[item.name] = cached
+    todo = [item for item in items if item.name not in records]
+
+    def keep(name: str, record: dict[str, Any]) -> None:  # as each check ends: a killed load
+        records[name] = record                            # keeps what it had done
+        checkcache.write(keys[name], record)
+
+    # failures cached before their plain-script run finished get that run now
+    unexplained = [item for item in items if item.name in records
+                   and not records[item.name]["passed"]
+                   and records[item.name].get("plain_script") is None
+                   and item.plain_script is not None]
+    _check(task_spec, todo, unexplained, records, keep, device, options, describe, timeout_s)
+    tasks, skipped = [], []
+    for item in items:
+        record = records[item.name]
+        if record["passed"]:
+            try:
+                tasks.append(build(item, record["meta"]))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a cached entry that no longer builds
+                record = {**record, "reason": f"could not build the task from its check: "
+                                              f"{type(exc).__name__}: {exc}"}
+        skipped.append(Skipped(item.name, record["reason"], record.get("plain_script")))
+    stats = {"device": device, "device_name": env["device_name"], "operators": len(items),
+             "passed": len(tasks), "checked": len(todo), "cached": len(items) - len(todo),
+             "seconds": time.perf_counter() - started}
+    return Loaded(tasks, skipped, stats)
+
+
+def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[CheckItem],
+           records: dict[str, dict[str, Any]], keep: Callable[[str, dict[str, Any]], None],
+           device: str, options: Any, describe: str, timeout_s: float) -> None:
+    """Gold-check `items` in workers, then run the plain script of every failed one (and of
+    `unexplained`, failures checked earlier); `keep(name, record)` as each result comes."""
+    if not items and not unexplained:
+        return
+    started = time.perf_counter()
+    by_name = {item.name: item for item in [*items, *unexplained]}
+    calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
+                                          "describe": describe}, timeout_s)
+             for item in items]
+    workers = getattr(options, "workers", None)
+
+    def checked(call: Call, result: dict[str, Any]) -> None:
+        passed = result.get("status") == "ok"
+        keep(call.key, {"passed": passed, "status": result.get("status"),
+                        "reason": None if passed else _reason(result), "plain_script": None,
+                        "meta": result.get("meta"), "check_s": result.get("check_s"),
+                        "wall_s": result.get("wall_s"),
+                        "finished_at_s": time.perf_counter() - started})
+        bar.update(1)
+
+    def explained(call: Call, result: dict[str, Any]) -> None:
+        keep(call.key, {**records[call.key], "plain_script": _plain_outcome(result)})
+        bar.update(1)
+
+    with _progress(len(calls), getattr(options, "progress", False), "gold checks") as bar:
+        results = run_calls(calls, device=device, workers=workers, on_result=checked)
+        # a check that ran out of GPU memory beside the others is retried with a bigger share
+        # of the device (4 workers: a quarter each, where the first pass gave each 1/16)
+        oom = [c for c in calls if "out of memory" in str(results[c.key].get("error"))]
+        if oom and device == "cuda":
+            bar.reset(total=len(oom))
+            bar.set_description("gold checks out of memory, again with more memory")
+            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=checked)
+        failed = [by_name[name] for name in by_name if name in records
+                  and not records[name]["passed"] and by_name[name].plain_script is not None]
+        bar.reset(total=len(failed))
+        bar.set_description("plain scripts of failed checks")
+        run_calls([item.plain_script for item in failed if item.plain_script is not None],
+                  device=device, workers=workers, on_result=explained)
+
+
+def _reason(result: dict[str, Any]) -> str:
+    status, error = result.get("status"), " ".join(str(result.get("error") or "").split())
+    if status == "build_error":
+        return error
+    if status == "nondeterministic":
+        return f"gold-vs-gold check failed: {error}"
+    return f"gold-vs-gold check failed ({status}): {error}"
+
+
+def _plain_outcome(result: dict[str, Any]) -> str:
+    if result.get("status") == "ok":
+        return "passes"
+    error = " ".join(str(result.get("error") or "").split())
+    return f"fails: {result.get('status')}: {error}"[:500]
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def reset(self, total: int) -> None:
+        pass
+
+    def set_description(self, text: str) -> None:
+        pass
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _progress(total: int, show: bool, description: str) -> Any:
+    if not show:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, unit="op", dynamic_ncols=True)
