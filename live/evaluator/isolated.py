@@ -71,6 +71,7 @@ def run_calls(
     memory_limit_mb: int | None = None,
     startup_timeout_s: float = 300.0,
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
+    env_extra: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every call in a pool of sandboxed workers; the result dict of each, by key.
 
@@ -90,7 +91,7 @@ def run_calls(
 
     def spawn() -> WorkerProcess:
         return WorkerProcess(device=device, memory_limit_mb=memory_limit_mb,
-                             env_extra={"KB_GPU_WORKERS": str(n_workers)})
+                             env_extra={"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})})
 
     def serve() -> None:
         worker: WorkerProcess | None = None

@@ -25,6 +25,10 @@ from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
 GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
+#: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels, imported as two
+#: modules, in several workers) then tune once and run the same configuration, so gold vs gold
+#: compares like with like instead of two block sizes' rounding
+CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1"}
 
 
 @dataclass(frozen=True)
@@ -129,14 +133,16 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         bar.update(1)
 
     with _progress(len(calls), getattr(options, "progress", False), "gold checks") as bar:
-        results = run_calls(calls, device=device, workers=workers, on_result=checked)
+        results = run_calls(calls, device=device, workers=workers, on_result=checked,
+                            env_extra=CHECK_ENV)
         # a check that ran out of GPU memory beside the others is retried with a bigger share
         # of the device (4 workers: a quarter each, where the first pass gave each 1/16)
         oom = [c for c in calls if "out of memory" in str(results[c.key].get("error"))]
         if oom and device == "cuda":
             bar.reset(total=len(oom))
             bar.set_description("gold checks out of memory, again with more memory")
-            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=checked)
+            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=checked,
+                      env_extra=CHECK_ENV)
         failed = [by_name[name] for name in by_name if name in records
                   and not records[name]["passed"] and by_name[name].plain_script is not None]
         bar.reset(total=len(failed))

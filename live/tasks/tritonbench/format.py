@@ -68,7 +68,7 @@ def test_code_imports(test_code: str) -> str:
 
 
 def module_code(code: str, test_code: str) -> str:
-    """What to import for an operator: its code plus its test code's imports."""
+    """What to import for an operator: its code plus its test code's imports (NOTE D62)."""
     imports = test_code_imports(test_code)
     if not imports:
         return code
