@@ -25,9 +25,9 @@ from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
 GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
-#: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels, imported as two
-#: modules, in several workers) then tune once and run the same configuration, so gold vs gold
-#: compares like with like instead of two block sizes' rounding
+#: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
+#: imported as two modules, in several workers) then tune once and run the same configuration,
+#: so gold vs gold compares like with like instead of two block sizes' rounding
 CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1"}
 
 
