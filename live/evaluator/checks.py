@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,16 +190,21 @@ def check_call(
     tolerance: Tolerance,
     synchronize: Callable[[], None],
     destination_passing: bool = True,
+    call_context: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> CheckFailure | None:
     """Run the reference and the candidate on `inputs`; None if the candidate is correct.
 
     ``run_candidate(inputs, outputs)`` returns the candidate's outputs; for destination-passing
     tasks it gets poisoned buffers, otherwise ``None`` (the candidate allocates). Inputs the
     reference writes are restored before the candidate runs and judged as outputs afterwards.
+    ``call_context()``, when given (``Task.call_context``), is entered around each of the two
+    calls (TritonBench: the same seeded RNG state, for operators that draw random numbers).
     Exceptions raised by the candidate or the reference propagate (the caller classifies them).
     """
+    around = call_context or nullcontext
     originals = clone_inputs(inputs)
-    refs = list(as_tuple(reference(*inputs)))
+    with around():
+        refs = list(as_tuple(reference(*inputs)))
     synchronize()
     gold_written = {index: after.clone() for index, (before, after)
                     in enumerate(zip(originals, inputs, strict=True))
@@ -209,7 +215,8 @@ def check_call(
         for index in gold_written:
             inputs[index].copy_(originals[index])
     outputs = [poisoned_like(r) for r in refs] if destination_passing else None
-    produced = list(as_tuple(run_candidate(inputs, outputs)))
+    with around():
+        produced = list(as_tuple(run_candidate(inputs, outputs)))
     synchronize()
     for index, (before, after) in enumerate(zip(originals, inputs, strict=True)):
         if not isinstance(after, torch.Tensor):

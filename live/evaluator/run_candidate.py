@@ -223,7 +223,8 @@ class CandidateRunner:
 
         try:
             failure = check_call(run, task.reference, inputs, task.tolerance, self._sync,
-                                 destination_passing=_dps(task))
+                                 destination_passing=_dps(task),
+                                 call_context=getattr(task, "call_context", None))
         except Outcome:
             raise
         except BaseException as exc:  # noqa: BLE001

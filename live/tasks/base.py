@@ -41,6 +41,7 @@ function of an importable module, or a ``functools.partial`` of one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -86,6 +87,10 @@ class Task:
         prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
             instead of the raw candidate (TritonBench: the code above the 146-``#`` separator, so
             a whole operator file's test code is not run at import). Use ``module_source``.
+        call_context: optional ``call_context() -> context manager`` entered around every
+            checked call of the reference and of a candidate (not around timed calls);
+            TritonBench tasks run each under the same seeded RNG state, since some operators
+            draw their own random inputs inside the call.
         language: the kernel language of k0 and of every candidate (a key of
             ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
             profiler's kernel filter and the metadata reader follow it.
@@ -111,6 +116,7 @@ class Task:
     compute_dtype: str = "float32"
     prepare_source: Callable[[str], str] | None = None
     language: str = "triton"
+    call_context: Callable[[], AbstractContextManager[Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:

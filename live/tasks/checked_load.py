@@ -28,7 +28,11 @@ GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
 #: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
 #: imported as two modules, in several workers) then tune once and run the same configuration,
 #: so gold vs gold compares like with like instead of two block sizes' rounding
-CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1"}
+#: Each check worker may also take a quarter of the GPU's memory (KB_GPU_WORKERS=4 for the
+#: allocator cap), not 1/16 as 16 evaluator workers would: on an H200, 60 of 181 operators ran
+#: out of memory under 1/16 each with 80-120 GiB of the card free (docs/benchmarks.md). Checks
+#: rarely peak together; a real out-of-memory is retried with 4 workers.
+CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_GPU_WORKERS": "4"}
 
 
 @dataclass(frozen=True)

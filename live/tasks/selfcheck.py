@@ -126,7 +126,8 @@ def check_module(task: Task, module: object, shape: Shape, seed: int, device: st
 
     try:
         failure = check_call(run, task.reference, inputs, task.tolerance, synchronize,
-                             destination_passing=task.call_style == "dps")
+                             destination_passing=task.call_style == "dps",
+                             call_context=task.call_context)
     except Exception as exc:  # a candidate's failure is an outcome, not a crash
         return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return None if failure is None else failure.message

@@ -80,3 +80,21 @@ def test_compare_values_never_raises_on_ambiguous_truth_values() -> None:
             raise ValueError("The truth value of an array is ambiguous")
 
     assert "cannot compare" in compare_values(Opaque(), Opaque(), tolerance)
+
+
+def test_call_context_puts_reference_and_candidate_in_one_rng_state() -> None:
+    from live.tasks.tritonbench import seeded_rng
+
+    def draws(x: torch.Tensor) -> torch.Tensor:  # an operator making its own random input
+        return x + torch.rand(x.shape)
+
+    def run(inputs: tuple, outputs: list | None) -> tuple:
+        return (draws(*inputs),)
+
+    sync = lambda: None  # noqa: E731
+    x = torch.zeros(8)
+    unseeded = check_call(run, draws, (x,), tolerance, sync, destination_passing=False)
+    assert unseeded is not None and "elements differ" in unseeded.message
+    seeded = check_call(run, draws, (x,), tolerance, sync, destination_passing=False,
+                        call_context=lambda: seeded_rng(0))
+    assert seeded is None
