@@ -72,7 +72,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
             "in one of two checks"
         result.update(status=NONDETERMINISTIC, recycle=bool(second.get("recycle")),
                       error=f"nondeterministic: the gold code disagrees with itself under the "
-                            f"same seeds {times}: {first.get('error')}")
+                            f"same seeds {times} (atomics, races, or memory it does not own: "
+                            f"uninitialised or out of bounds): {first.get('error')}")
     return result
 
 
