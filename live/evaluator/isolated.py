@@ -72,11 +72,15 @@ def run_calls(
     startup_timeout_s: float = 300.0,
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
     env_extra: dict[str, str] | None = None,
+    follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every call in a pool of sandboxed workers; the result dict of each, by key.
 
     A worker that dies, hangs past the call's ``timeout_s`` or asks to be recycled is killed
     and replaced; its call's result says what happened (``crashed`` / ``timeout``).
+    ``follow_up(call, result)`` may return another call to run in the same pool (a failed
+    check's plain-script run), so it overlaps the calls still pending instead of waiting for
+    all of them; its result is reported like the others.
     """
     if not calls:
         return {}
@@ -113,6 +117,9 @@ def run_calls(
                     results[call.key] = result
                 if on_result is not None:
                     on_result(call, result)
+                then = follow_up(call, result) if follow_up is not None else None
+                if then is not None:
+                    pending.put(then)  # this thread is still serving, so it is picked up
         finally:
             if worker is not None:
                 worker.shutdown()

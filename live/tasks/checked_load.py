@@ -25,6 +25,8 @@ from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
 GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
+#: results of plain-script runs are keyed by this prefix and the item's name
+PLAIN_KEY = "plain-script:"
 #: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
 #: imported as two modules, in several workers) then tune once and run the same configuration,
 #: so gold vs gold compares like with like instead of two block sizes' rounding
@@ -112,8 +114,9 @@ def checked_load(
 def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[CheckItem],
            records: dict[str, dict[str, Any]], keep: Callable[[str, dict[str, Any]], None],
            device: str, options: Any, describe: str, timeout_s: float) -> None:
-    """Gold-check `items` in workers, then run the plain script of every failed one (and of
-    `unexplained`, failures checked earlier); `keep(name, record)` as each result comes."""
+    """Gold-check `items` in workers; the plain script of every failed one (and of
+    `unexplained`, failures checked earlier) runs in the same pool as soon as its check fails;
+    `keep(name, record)` as each result comes."""
     if not items and not unexplained:
         return
     started = time.perf_counter()
@@ -123,36 +126,49 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
              for item in items]
     workers = getattr(options, "workers", None)
 
-    def checked(call: Call, result: dict[str, Any]) -> None:
-        passed = result.get("status") == "ok"
-        keep(call.key, {"passed": passed, "status": result.get("status"),
-                        "reason": None if passed else _reason(result), "plain_script": None,
-                        "meta": result.get("meta"), "check_s": result.get("check_s"),
-                        "wall_s": result.get("wall_s"),
-                        "finished_at_s": time.perf_counter() - started})
+    plain_calls = {PLAIN_KEY + item.name: Call(PLAIN_KEY + item.name, item.plain_script.function,
+                                               item.plain_script.kwargs,
+                                               item.plain_script.timeout_s)
+                   for item in by_name.values() if item.plain_script is not None}
+
+    def done(call: Call, result: dict[str, Any]) -> None:
+        if call.key.startswith(PLAIN_KEY):
+            name = call.key.removeprefix(PLAIN_KEY)
+            keep(name, {**records[name], "plain_script": _plain_outcome(result)})
+        else:
+            passed = result.get("status") == "ok"
+            keep(call.key, {"passed": passed, "status": result.get("status"),
+                            "reason": None if passed else _reason(result), "plain_script": None,
+                            "meta": result.get("meta"), "check_s": result.get("check_s"),
+                            "wall_s": result.get("wall_s"),
+                            "finished_at_s": time.perf_counter() - started})
         bar.update(1)
 
-    def explained(call: Call, result: dict[str, Any]) -> None:
-        keep(call.key, {**records[call.key], "plain_script": _plain_outcome(result)})
-        bar.update(1)
+    def plain_script_of_failure(call: Call, result: dict[str, Any]) -> Call | None:
+        """A failed check's plain-script run, queued at once in the same pool (a check out of
+        memory is retried first, below, and explained after that)."""
+        if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok" or _oom(result):
+            return None
+        bar.total += 1
+        return plain_calls.get(PLAIN_KEY + call.key)
 
-    with _progress(len(calls), getattr(options, "progress", False), "gold checks") as bar:
-        results = run_calls(calls, device=device, workers=workers, on_result=checked,
-                            env_extra=CHECK_ENV)
-        # a check that ran out of GPU memory beside the others is retried with a bigger share
-        # of the device (4 workers: a quarter each, where the first pass gave each 1/16)
-        oom = [c for c in calls if "out of memory" in str(results[c.key].get("error"))]
-        if oom and device == "cuda":
-            bar.reset(total=len(oom))
-            bar.set_description("gold checks out of memory, again with more memory")
-            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=checked,
-                      env_extra=CHECK_ENV)
-        failed = [by_name[name] for name in by_name if name in records
-                  and not records[name]["passed"] and by_name[name].plain_script is not None]
-        bar.reset(total=len(failed))
-        bar.set_description("plain scripts of failed checks")
-        run_calls([item.plain_script for item in failed if item.plain_script is not None],
-                  device=device, workers=workers, on_result=explained)
+    with _progress(len(calls) + len(unexplained), getattr(options, "progress", False),
+                   "gold checks (and plain scripts of failures)") as bar:
+        first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
+        results = run_calls(first, device=device, workers=workers, on_result=done,
+                            env_extra=CHECK_ENV, follow_up=plain_script_of_failure)
+        # a check that ran out of GPU memory beside 15 others is retried beside 3 at most
+        oom = [c for c in calls if _oom(results[c.key])]
+        if oom:
+            bar.total += len(oom)
+            bar.set_description("gold checks out of memory, again with fewer beside them")
+            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=done,
+                      env_extra={**CHECK_ENV, "KB_GPU_WORKERS": "1"},
+                      follow_up=plain_script_of_failure)
+
+
+def _oom(result: dict[str, Any]) -> bool:
+    return "out of memory" in str(result.get("error"))
 
 
 def _reason(result: dict[str, Any]) -> str:
@@ -172,10 +188,9 @@ def _plain_outcome(result: dict[str, Any]) -> str:
 
 
 class _NoBar:
-    def update(self, n: int) -> None:
-        pass
+    total = 0
 
-    def reset(self, total: int) -> None:
+    def update(self, n: int) -> None:
         pass
 
     def set_description(self, text: str) -> None:
