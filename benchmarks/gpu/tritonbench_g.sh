@@ -17,10 +17,13 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=/tmp/kb-cache
 rm -rf /tmp/kb-cache /tmp/kb-live
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  # D63 relies on Triton reading this variable: say whether this Triton does
+  TRITON_CACHE_AUTOTUNING=1 python3 -c "from triton import knobs
+print('TRITON_CACHE_AUTOTUNING=1 -> knobs.autotuning.cache =', knobs.autotuning.cache)"
 } > "$OUT/run.txt" 2>&1
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 t=$(date +%s%N)
-timeout "${CHECK_WALL:-400}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
+timeout "${CHECK_WALL:-330}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
   --device cuda --json > "$OUT/check_cold.json" 2> "$OUT/check_cold.err"
 rc=$?
 echo "cold load (tasks check, empty cache): $(ms "$t") ms, rc $rc" >> "$OUT/run.txt"
@@ -32,12 +35,14 @@ if [ "$rc" -ne 124 ]; then
   echo "cached load (tasks check, second run): $(ms "$t") ms" >> "$OUT/run.txt"
 fi
 left=$(( budget - ($(date +%s) - start) ))
-if [ "$left" -gt 60 ]; then
+if [ "$left" -gt 100 ]; then
   t=$(date +%s%N)
-  python3 -m kernelband.cli live --tasks "tritonbench:$data" --proposer mutate --policy explore \
-    --steps 4 --device cuda --in-flight 16 --quiet --max-wall $(( left - 40 )) \
+  # --max-wall stops starting attempts; those in flight still end, hence the outer limit
+  timeout $(( left - 25 )) python3 -m kernelband.cli live --tasks "tritonbench:$data" \
+    --proposer mutate --policy explore --steps 4 --device cuda --in-flight 8 \
+    --eval-timeout 180 --quiet --max-wall $(( left - 100 )) \
     --out /tmp/kb-live/tb-live > "$OUT/live.log" 2>&1
-  echo "live run: rc $?, $(ms "$t") ms (max-wall $(( left - 40 )) s)" >> "$OUT/run.txt"
+  echo "live run: rc $?, $(ms "$t") ms (max-wall $(( left - 100 )) s)" >> "$OUT/run.txt"
   python3 -m kernelband.cli traces validate /tmp/kb-live/tb-live >> "$OUT/live.log" 2>&1
   echo "traces validate: rc $?" >> "$OUT/run.txt"
   tar -czf "$OUT/tb-live.tar.gz" -C /tmp/kb-live tb-live

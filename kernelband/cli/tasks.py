@@ -38,7 +38,7 @@ def _load_options(f):  # noqa: ANN001, ANN202 - a click decorator
 
 
 def _load_or_fail(task_spec: str, device: str, no_cache: bool, workers: int | None,
-                  progress: bool, timeout_s: float = 120.0):  # noqa: ANN202 - Loaded
+                  progress: bool, timeout_s: float = 180.0):  # noqa: ANN202 - Loaded
     """The tasks of `task_spec` and what its source skipped, or one sentence and exit 1."""
     from live.tasks.registry import load_tasks
     from live.tasks.sources import LoadOptions
@@ -127,7 +127,7 @@ def _resolve_or_fail(task_spec: str) -> list:
               show_default=True, help="cpu runs Triton's interpreter on the tiny cpu_shapes.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the machine's reference and k0 timings here (JSON).")
-@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
               help="Per-candidate (and per load-time check) compile and run limit, seconds.")
 @_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float, no_cache: bool,

@@ -35,6 +35,12 @@ PLAIN_KEY = "plain-script:"
 #: out of memory under 1/16 each with 80-120 GiB of the card free (docs/benchmarks.md). Checks
 #: rarely peak together; a real out-of-memory is retried with 4 workers.
 CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_GPU_WORKERS": "4"}
+#: a check that ran out of GPU memory (or past the worker's host-memory limit) beside the others
+#: is retried with at most this many workers beside it, each allowed this much host memory and,
+#: through it and KB_GPU_WORKERS, up to 0.45 of the GPU (the first pass caps both at 32 GiB):
+#: TritonBench-G's `context_attn_nopad` makes 33 GB of inputs on the host
+RETRY_WORKERS = 2
+RETRY_MEMORY_MB = 65536
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,9 @@ class CheckItem:
     task_name: str
     contents: tuple[bytes, ...]
     plain_script: Call | None = None
+    #: a guess at the check's cost (bigger first): a pool that starts the slow checks first
+    #: ends sooner than one that meets them last (the load's wall time is its slowest worker's)
+    cost_hint: float = 0.0
 
 
 def resolve_device(device: str) -> str:
@@ -82,7 +91,8 @@ def checked_load(
             cached = checkcache.read(keys[item.name])
             if cached is not None:
                 records[item.name] = cached
-    todo = [item for item in items if item.name not in records]
+    todo = sorted((item for item in items if item.name not in records),
+                  key=lambda item: -item.cost_hint)  # stable: equal hints keep their order
 
     def keep(name: str, record: dict[str, Any]) -> None:  # as each check ends: a killed load
         records[name] = record                            # keeps what it had done
@@ -144,10 +154,12 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                             "finished_at_s": time.perf_counter() - started})
         bar.update(1)
 
-    def plain_script_of_failure(call: Call, result: dict[str, Any]) -> Call | None:
+    def plain_script_of_failure(call: Call, result: dict[str, Any],
+                                retried: bool = False) -> Call | None:
         """A failed check's plain-script run, queued at once in the same pool (a check out of
         memory is retried first, below, and explained after that)."""
-        if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok" or _oom(result):
+        if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok" or (
+                _oom(result) and not retried):
             return None
         bar.total += 1
         return plain_calls.get(PLAIN_KEY + call.key)
@@ -157,18 +169,23 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
         results = run_calls(first, device=device, workers=workers, on_result=done,
                             env_extra=CHECK_ENV, follow_up=plain_script_of_failure)
-        # a check that ran out of GPU memory beside 15 others is retried beside 3 at most
+        # a check that ran out of memory beside 15 others is retried beside one at most, with
+        # room for more (RETRY_MEMORY_MB host memory, up to 0.45 of the GPU each)
         oom = [c for c in calls if _oom(results[c.key])]
         if oom:
             bar.total += len(oom)
             bar.set_description("gold checks out of memory, again with fewer beside them")
-            run_calls(oom, device=device, workers=min(4, len(oom)), on_result=done,
-                      env_extra={**CHECK_ENV, "KB_GPU_WORKERS": "1"},
-                      follow_up=plain_script_of_failure)
+            run_calls(oom, device=device, workers=min(RETRY_WORKERS, len(oom)), on_result=done,
+                      memory_limit_mb=RETRY_MEMORY_MB,
+                      env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
+                      follow_up=lambda call, result: plain_script_of_failure(
+                          call, result, retried=True))
 
 
 def _oom(result: dict[str, Any]) -> bool:
-    return "out of memory" in str(result.get("error"))
+    """Out of GPU memory, or killed past the worker's host-memory limit."""
+    error = str(result.get("error"))
+    return "out of memory" in error or "memory limit exceeded" in error
 
 
 def _reason(result: dict[str, Any]) -> str:

@@ -48,7 +48,7 @@ class LoadOptions:
     use_cache: bool = True
     progress: bool = False
     workers: int | None = None
-    timeout_s: float = 120.0
+    timeout_s: float = 180.0
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

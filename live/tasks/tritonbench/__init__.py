@@ -73,7 +73,17 @@ def _item(source: OperatorSource) -> CheckItem:
         contents.append(utils.read_bytes() if utils is not None else b"")
     plain = Call(f"{source.op}", PLAIN_SCRIPT, {"operator_path": str(source.operator_path)},
                  PLAIN_SCRIPT_TIMEOUT_S)
-    return CheckItem(source.op, NAME_PREFIX + source.op, tuple(contents), plain)
+    return CheckItem(source.op, NAME_PREFIX + source.op, tuple(contents), plain,
+                     cost_hint=check_cost_hint(contents[0].decode("utf-8", "replace")))
+
+
+def check_cost_hint(operator_code: str) -> float:
+    """How slow an operator's gold check is likely to be, to start the slow ones first: an
+    autotuned kernel is benchmarked on every configuration for every performance input (on an
+    H200 every check that hit the 120 s limit autotuned), so 1 + its written-out configs."""
+    if "autotune" not in operator_code:
+        return 1.0
+    return 2.0 + operator_code.count("Config(")
 
 
 def load_checked(path: Path, options: Any = None, ops: Sequence[str] | None = None) -> Loaded:
