@@ -10,6 +10,7 @@ in a worker, never in the loading process. ``kernelband tasks check`` is a thin 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
@@ -62,6 +63,17 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
         meta = getattr(__import__(module_name, fromlist=[function]), function)(task)
     request = {"op": "evaluate", "task_spec": task_spec, "task_name": task_name,
                "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True}
+    try:
+        return _judge(runner, workdir, request, meta)
+    finally:  # this worker's next check is another task's: its inputs are of no more use
+        with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
+            runner.release_inputs()
+        if task.release is not None:
+            task.release()
+
+
+def _judge(runner: Any, workdir: Path, request: dict[str, Any],
+           meta: Any) -> dict[str, Any]:
     first = runner.evaluate(request, workdir, on_compiled=lambda: None)
     result = {"status": first["status"], "error": first.get("error"),
               "recycle": bool(first.get("recycle")), "meta": meta,

@@ -151,6 +151,12 @@ class CandidateRunner:
         self._inputs = InputCache(input_cache_bytes)
         self._spec = ""
 
+    def release_inputs(self) -> None:
+        """Drop every kept input (and, on a GPU, the allocator's cached blocks)."""
+        self._inputs.clear()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
+
     def _input_key(self, task: Any, shape: dict[str, int], seed: int) -> tuple:
         return (self._spec, task.name, tuple(sorted(shape.items())), seed)
 

@@ -91,6 +91,9 @@ class Task:
             checked call of the reference and of a candidate (not around timed calls);
             TritonBench tasks run each under the same seeded RNG state, since some operators
             draw their own random inputs inside the call.
+        release: optional ``release()``: drop what the task keeps in this process (inputs made
+            on the CPU); a load-time check worker calls it after each check, since its next
+            check is another task's (TritonBench: one operator's inputs can take 30 GB).
         language: the kernel language of k0 and of every candidate (a key of
             ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
             profiler's kernel filter and the metadata reader follow it.
@@ -117,6 +120,7 @@ class Task:
     prepare_source: Callable[[str], str] | None = None
     language: str = "triton"
     call_context: Callable[[], AbstractContextManager[Any]] | None = None
+    release: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:

@@ -93,3 +93,23 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
 ])
 def test_autotuned_operators_look_costlier(code: str, expected: float) -> None:
     assert check_cost_hint(code) == expected
+
+
+def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+
+    from live.evaluator.gold import gold_check_in_worker
+    from live.evaluator.run_candidate import CandidateRunner
+    from live.evaluator.worker import _device_info
+    from live.tasks.tritonbench import operator
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    mini = (Path(__file__).parent / "fixtures" / "tritonbench_mini").resolve()
+    runner = CandidateRunner("cpu", _device_info("cpu"))
+    operator._cpu_inputs.cache_clear()
+    result = gold_check_in_worker(runner, tmp_path, f"tritonbench:{mini}", "tritonbench/add",
+                                  describe="live.tasks.tritonbench.describe_task")
+    assert result["status"] == "ok" and result["meta"]["n_inputs"] >= 2
+    # the next check in this worker is another operator's: nothing of this one is kept
+    assert operator._cpu_inputs.cache_info().currsize == 0
+    assert runner._inputs.held == 0

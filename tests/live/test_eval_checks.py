@@ -98,3 +98,34 @@ def test_call_context_puts_reference_and_candidate_in_one_rng_state() -> None:
     seeded = check_call(run, draws, (x,), tolerance, sync, destination_passing=False,
                         call_context=lambda: seeded_rng(0))
     assert seeded is None
+
+
+def test_outputs_written_in_part_compare_alike_from_filled_memory() -> None:
+    from live.tasks.tritonbench.operator import checked_state
+
+    leftovers = iter(range(1, 100))
+
+    def half_written(x: torch.Tensor) -> torch.Tensor:  # a kernel that writes half its output
+        out = torch.empty(x.shape)
+        out[: x.numel() // 2] = x[: x.numel() // 2] * 2
+        return out
+
+    def run(inputs: tuple, outputs: list | None) -> tuple:
+        return (half_written(*inputs),)
+
+    sync = lambda: None  # noqa: E731
+    x = torch.ones(8)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    with checked_state(0):
+        (out,) = run((x,), None)
+        assert torch.isnan(out[4:]).all() and torch.empty(2, dtype=torch.int32).eq(2**31 - 1).all()
+    assert torch.are_deterministic_algorithms_enabled() == deterministic  # restored
+    assert check_call(run, half_written, (x,), tolerance, sync, destination_passing=False,
+                      call_context=lambda: checked_state(0)) is None
+
+    def writes_the_rest_too(x: torch.Tensor) -> torch.Tensor:  # a candidate may fill them
+        return torch.cat([x[:4] * 2, torch.full((4,), float(next(leftovers)))])
+
+    assert check_call(lambda i, o: (writes_the_rest_too(*i),), half_written, (x,), tolerance,
+                      sync, destination_passing=False,
+                      call_context=lambda: checked_state(0)) is None

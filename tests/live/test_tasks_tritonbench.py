@@ -257,3 +257,22 @@ def test_cache_is_keyed_by_content_and_no_cache_rechecks(tmp_path: Path, monkeyp
     edited = load_tasks(f"tritonbench:{root}", LoadOptions(device="cpu"))
     # a changed operator file is a new key: checked again (and its gold still agrees with itself)
     assert edited.stats["checked"] == 1
+
+
+def test_other_seeds_keep_only_the_test_shapes_inputs(loaded) -> None:
+    from live.tasks.tritonbench import operator
+
+    add = _task(loaded, "add")
+    path = add.source.removeprefix("tritonbench:")
+    operator.release_caches()
+    small_index = add.test_shapes[0]["index"]
+    (x5, _) = add.make_inputs({"index": small_index}, 5, "cpu")
+    # a test shape under another seed: made once, kept without the big perf inputs
+    assert operator._cpu_inputs.cache_info().currsize == 0
+    again = add.make_inputs({"index": small_index}, 5, "cpu")
+    assert operator._small_cpu_inputs.cache_info().hits >= 1 and again[0].equal(x5)
+    full, _ = operator._generate_inputs(path, "add", 5)
+    assert full[small_index][0].equal(x5)  # the same draw as the whole set's
+    big = next(s for s in add.perf_shapes if s not in add.test_shapes)
+    (xb, _) = add.make_inputs(big, 5, "cpu")  # a perf shape under that seed: the whole set
+    assert xb.equal(full[big["index"]][0]) and operator._cpu_inputs.cache_info().currsize == 1
