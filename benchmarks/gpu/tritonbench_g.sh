@@ -23,7 +23,7 @@ print('TRITON_CACHE_AUTOTUNING=1 -> knobs.autotuning.cache =', knobs.autotuning.
 } > "$OUT/run.txt" 2>&1
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 t=$(date +%s%N)
-timeout "${CHECK_WALL:-330}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
+timeout "${CHECK_WALL:-360}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
   --device cuda --json > "$OUT/check_cold.json" 2> "$OUT/check_cold.err"
 rc=$?
 echo "cold load (tasks check, empty cache): $(ms "$t") ms, rc $rc" >> "$OUT/run.txt"

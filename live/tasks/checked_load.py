@@ -30,17 +30,21 @@ PLAIN_KEY = "plain-script:"
 #: NOTE (D63): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
 #: imported as two modules, in several workers) then tune once and run the same configuration,
 #: so gold vs gold compares like with like instead of two block sizes' rounding
-#: Each check worker may also take a quarter of the GPU's memory (KB_GPU_WORKERS=4 for the
-#: allocator cap), not 1/16 as 16 evaluator workers would: on an H200, 60 of 181 operators ran
-#: out of memory under 1/16 each with 80-120 GiB of the card free (docs/benchmarks.md). Checks
-#: rarely peak together; a real out-of-memory is retried with 4 workers.
-CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_GPU_WORKERS": "4"}
+#: Each check worker may take up to 0.45 of the GPU's memory (KB_GPU_WORKERS=2 for the
+#: allocator cap, with CHECK_MEMORY_MB), not 1/16 as 16 evaluator workers would: on an H200, 60
+#: of 181 operators ran out of memory under 1/16 each with 80-120 GiB of the card free, and 10 of
+#: 135 under 0.225 (docs/benchmarks.md). Checks rarely peak together; a real out-of-memory is
+#: retried alone. KB_QUICK_AUTOTUNE: short autotuning benchmarks in check workers (D65).
+CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
+#: host memory per check worker (MB); with KB_GPU_WORKERS=2 it also lets each take up to 0.45 of
+#: the GPU (the worker caps its allocator at the smaller of this and 0.9 / KB_GPU_WORKERS): under
+#: 32 GB (0.225 of an H200) 10 of 135 operators ran out of memory with 40-96 GiB of the card free
+CHECK_MEMORY_MB = 65536
 #: a check that ran out of GPU memory (or past the worker's host-memory limit) beside the others
-#: is retried with at most this many workers beside it, each allowed this much host memory and,
-#: through it and KB_GPU_WORKERS, up to 0.45 of the GPU (the first pass caps both at 32 GiB):
-#: TritonBench-G's `context_attn_nopad` makes 33 GB of inputs on the host
-RETRY_WORKERS = 2
-RETRY_MEMORY_MB = 65536
+#: is retried alone, allowed this much host memory and, through it, 0.7 of the GPU (TritonBench-G's
+#: `context_attn_nopad` makes 33 GB of inputs on the host)
+RETRY_WORKERS = 1
+RETRY_MEMORY_MB = 100000
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
             keep(name, {**records[name], "plain_script": _plain_outcome(result)})
         else:
             passed = result.get("status") == "ok"
-            keep(call.key, {"passed": passed, "status": result.get("status"),
+            keep(call.key, {"name": call.key, "passed": passed, "status": result.get("status"),
                             "reason": None if passed else _reason(result), "plain_script": None,
                             "meta": result.get("meta"), "check_s": result.get("check_s"),
                             "wall_s": result.get("wall_s"),
@@ -168,9 +172,10 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                    "gold checks (and plain scripts of failures)") as bar:
         first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
         results = run_calls(first, device=device, workers=workers, on_result=done,
-                            env_extra=CHECK_ENV, follow_up=plain_script_of_failure)
-        # a check that ran out of memory beside 15 others is retried beside one at most, with
-        # room for more (RETRY_MEMORY_MB host memory, up to 0.45 of the GPU each)
+                            memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
+                            follow_up=plain_script_of_failure)
+        # a check that ran out of memory beside 15 others is retried alone, with room for more
+        # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU)
         oom = [c for c in calls if _oom(results[c.key])]
         if oom:
             bar.total += len(oom)

@@ -77,6 +77,7 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     assert retry["workers"] == cl.RETRY_WORKERS
     assert retry["memory_limit_mb"] == cl.RETRY_MEMORY_MB > 32768
     assert retry["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
+    assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < retry["memory_limit_mb"]
     assert retry["env"]["TRITON_CACHE_AUTOTUNING"] == "1"
     # an operator out of memory even then gets its plain-script run, like any other failure
     assert retry["keys"][2:] == [cl.PLAIN_KEY + "host"]
@@ -113,3 +114,25 @@ def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, mon
     # the next check in this worker is another operator's: nothing of this one is kept
     assert operator._cpu_inputs.cache_info().currsize == 0
     assert runner._inputs.held == 0
+
+
+def test_check_workers_autotune_quickly(monkeypatch) -> None:
+    import triton.testing
+
+    from live.evaluator.gold import QUICK_AUTOTUNE_MS, install_quick_autotune
+
+    asked: list[dict[str, Any]] = []
+
+    def recording_do_bench(fn, **kwargs):  # stands in for Triton's benchmarker
+        asked.append(kwargs)
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(triton.testing, "do_bench", recording_do_bench)
+    assert install_quick_autotune() and install_quick_autotune()  # idempotent
+    # the autotuner's call (driver benchmarker) and the deprecated interface's, positional too
+    triton.testing.do_bench(lambda: None, quantiles=(0.5, 0.2, 0.8))
+    triton.testing.do_bench(lambda: None, 25, 100, None, (0.5,))
+    assert asked == [{"quantiles": (0.5, 0.2, 0.8), "warmup": QUICK_AUTOTUNE_MS,
+                      "rep": QUICK_AUTOTUNE_MS},
+                     {"grad_to_none": None, "quantiles": (0.5,), "warmup": QUICK_AUTOTUNE_MS,
+                      "rep": QUICK_AUTOTUNE_MS}]
