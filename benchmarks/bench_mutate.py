@@ -23,10 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kbsim.strategies import STRATEGIES  # noqa: E402
+from live.evaluator.checks import poisoned_like  # noqa: E402
 from live.proposers.mutate import mutate_source  # noqa: E402
 from live.tasks.loading import import_source  # noqa: E402
 from live.tasks.registry import resolve_tasks  # noqa: E402
-from live.tasks.selfcheck import poisoned_like, selfcheck  # noqa: E402
+from live.tasks.selfcheck import selfcheck  # noqa: E402
 
 
 def sum_ms(task, code: str) -> float:

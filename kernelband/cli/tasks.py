@@ -24,21 +24,90 @@ def tasks() -> None:
     """
 
 
+def _load_options(f):  # noqa: ANN001, ANN202 - a click decorator
+    """The options every command that loads a task spec shares."""
+    f = click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON document (tasks, skipped with reasons, stats).")(f)
+    f = click.option("--check-workers", type=int, default=None,
+                     help="Parallel gold-check workers [one per CPU core, at most 16 on a "
+                     "GPU].")(f)
+    f = click.option("--no-cache", is_flag=True,
+                     help="Re-run every load-time gold check instead of reusing cached "
+                     "results (kept in ~/.cache/kernelband or $KERNELBAND_CACHE_DIR).")(f)
+    return f
+
+
+def _load_or_fail(task_spec: str, device: str, no_cache: bool, workers: int | None,
+                  progress: bool, timeout_s: float = 180.0):  # noqa: ANN202 - Loaded
+    """The tasks of `task_spec` and what its source skipped, or one sentence and exit 1."""
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
+
+    options = LoadOptions(device=device, use_cache=not no_cache, progress=progress,
+                          workers=workers, timeout_s=timeout_s)
+    try:
+        return load_tasks(task_spec, options)
+    except (ValueError, KeyError, ImportError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None
+
+
+def _report_skipped(loaded) -> None:  # noqa: ANN001 - live.tasks.skips.Loaded
+    """The table of skipped tasks and the load's one-line summary (to stderr: stdout keeps the
+    task rows)."""
+    from live.tasks.skips import skip_table
+
+    if loaded.skipped:
+        click.echo(f"\nskipped {len(loaded.skipped)} (one reason each; 'plain script': does the "
+                   "operator also fail when run as `python <op>.py` here?):", err=True)
+        for line in skip_table(loaded.skipped):
+            click.echo("  " + line, err=True)
+    stats = loaded.stats
+    if stats:
+        click.echo(f"{stats['passed']}/{stats['operators']} operators passed gold-vs-gold on "
+                   f"{stats['device_name']} ({stats['checked']} checked, {stats['cached']} "
+                   f"from the cache, {stats['seconds']:.1f} s)", err=True)
+    if not loaded.tasks:
+        why = (f"all {len(loaded.skipped)} were skipped (reasons above)" if loaded.skipped
+               else "the spec names no task")
+        click.echo(f"no task loaded: {why}.", err=True)
+
+
+def _loaded_json(loaded, checks: list | None = None) -> str:  # noqa: ANN001
+    record = {"stats": loaded.stats, "tasks": [t.name for t in loaded.tasks],
+              "skipped": [s.to_dict() for s in loaded.skipped]}
+    if checks is not None:
+        record["checks"] = [c.result.to_dict() for c in checks]
+    return json.dumps(record, indent=2, default=str)
+
+
 @tasks.command("list")
 @click.option("--tasks", "task_spec", default="builtin", show_default=True,
               help="Task spec: builtin, a comma list of names, tritonbench:PATH or module:PKG.MOD.")
-def list_tasks(task_spec: str) -> None:
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="Where a benchmark's load-time gold checks run.")
+@_load_options
+def list_tasks(task_spec: str, device: str, no_cache: bool, check_workers: int | None,
+               as_json: bool) -> None:
     """List tasks: name, category, number of performance shapes, source.
+
+    A benchmark spec (tritonbench:PATH) lists the operators that pass their gold-vs-gold check
+    on this machine, then a table of the skipped ones with one reason each.
 
     \b
     Example:
         kernelband tasks list --tasks builtin
+        kernelband tasks list --tasks tritonbench:~/TritonBench-G --device cuda
     """
-    rows = _resolve_or_fail(task_spec)
+    loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True)
+    if as_json:
+        click.echo(_loaded_json(loaded))
+        return
+    rows = loaded.tasks
     width = max([len(t.name) for t in rows] + [4])
     click.echo(f"{'name':<{width}}  {'category':<12}  {'perf shapes':>11}  source")
     for t in rows:
         click.echo(f"{t.name:<{width}}  {t.category:<12}  {len(t.perf_shapes):>11}  {t.source}")
+    _report_skipped(loaded)
 
 
 def _resolve_or_fail(task_spec: str) -> list:
@@ -58,29 +127,48 @@ def _resolve_or_fail(task_spec: str) -> list:
               show_default=True, help="cpu runs Triton's interpreter on the tiny cpu_shapes.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the machine's reference and k0 timings here (JSON).")
-@click.option("--timeout", "timeout_s", type=float, default=300.0, show_default=True,
-              help="Per-candidate compile and run limit, seconds.")
+@click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
+              help="Per-candidate (and per load-time check) compile and run limit, seconds.")
 @click.option("--gpu-memory", "gpu_memory_gib", type=float, default=None,
               help="GiB of GPU memory the evaluator may plan for (emulate a smaller card); "
               "shapes that cannot fit are dropped with a note [the whole card].")
+@_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float,
-          gpu_memory_gib: float | None) -> None:
+          gpu_memory_gib: float | None, no_cache: bool, check_workers: int | None,
+          as_json: bool) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
-    interpreter wall clock, flagged as such, never GPU figures.
+    interpreter wall clock, flagged as such, never GPU figures. A benchmark spec
+    (tritonbench:PATH) is checked while it loads (in parallel sandboxed workers, results
+    cached on disk; --no-cache re-checks) and ends with a table of the skipped operators;
+    --out then also times every passing k0 against its reference.
 
     \b
     Example:
         kernelband tasks check --device cuda --out results/ref_h100.json
+        kernelband tasks check --tasks tritonbench:~/TritonBench-G --device cuda --json
     """
     from live.evaluator.gold import check_tasks, write_reference_timings
 
-    _resolve_or_fail(task_spec)
-    click.echo(f"{'task':<20} {'status':<14} {'ref ms':>10} {'k0 ms':>10} {'speedup':>8} "
-               f"{'cv %':>6}  backend")
+    loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True,
+                           timeout_s=timeout_s)
+    checked_at_load = bool(loaded.stats)
+    if checked_at_load and not out:
+        if as_json:
+            click.echo(_loaded_json(loaded))
+        else:
+            for t in loaded.tasks:
+                click.echo(f"{t.name:<40} ok (gold vs gold, in a sandboxed worker)")
+            _report_skipped(loaded)
+        sys.exit(0 if loaded.tasks and not loaded.skipped else 1)
+    if not as_json:
+        click.echo(f"{'task':<20} {'status':<14} {'ref ms':>10} {'k0 ms':>10} {'speedup':>8} "
+                   f"{'cv %':>6}  backend")
 
     def show(c) -> None:  # noqa: ANN001 - GoldCheck
+        if as_json:
+            return
         r = c.result
         cv = None if r.timing_cv is None else 100 * r.timing_cv
         click.echo(f"{c.task_id:<20} {r.status:<14} {_fmt(r.ref_ms):>10} {_fmt(r.ms):>10} "
@@ -93,16 +181,23 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
     with Evaluator(task_spec, device=device, timeout_s=timeout_s, compile_timeout_s=timeout_s,
                    gpu_memory_gib=gpu_memory_gib) as ev:
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
-                                   on_result=show, evaluator=ev)
+                                   on_result=show, evaluator=ev, tasks=loaded.tasks)
         for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
-            for note in notes:
-                click.echo(f"note: {task_id}: {note}")
+            if not as_json:
+                for note in notes:
+                    click.echo(f"note: {task_id}: {note}")
     failed = [c.task_id for c in checks if not c.passed]
-    click.echo(f"{len(checks) - len(failed)}/{len(checks)} passed on {info.get('device_name')}")
+    if as_json:
+        click.echo(_loaded_json(loaded, checks))
+    else:
+        click.echo(f"{len(checks) - len(failed)}/{len(checks)} passed on "
+                   f"{info.get('device_name')}")
+        _report_skipped(loaded)
     if out:
         write_reference_timings(out, task_spec, checks, info)
-        click.echo(f"reference timings written to {out}")
-    if failed or not checks:
+        if not as_json:
+            click.echo(f"reference timings written to {out}")
+    if failed or not checks or loaded.skipped:
         sys.exit(1)
 
 

@@ -1,17 +1,32 @@
-"""Correctness of one candidate call (worker side; needs torch).
+"""The one output comparator: every correctness judgement of kernelband goes through here.
 
-Outputs are allocated by the evaluator like the reference's, pre-filled with NaN (floats) or a
-sentinel (integers, booleans) so that elements the candidate never writes are caught; tensor
-inputs are compared with clones afterwards so that a candidate which mutates its inputs is caught.
+Used by the evaluator's workers (``check_call``), the in-process self-check
+(``live.tasks.selfcheck``) and the TritonBench adapter's ``result_gold`` comparison
+(``compare_values``), so a k0 that passes one passes all of them.
+
+- Destination-passing outputs are allocated like the reference's and pre-filled by
+  ``poisoned_like`` (NaN for floats, the dtype's minimum for integers, the reference's negation
+  for booleans) so that elements the candidate never writes are caught.
+- Tensor inputs are compared with clones afterwards. An input that the *reference* writes (an
+  in-place operator: a KV-cache copy, an optimizer step) is an output: its post-call state is
+  compared with the reference's; only mutation the reference does not do is flagged.
+- Tolerances are by dtype (``tolerance(dtype_name) -> (atol, rtol)``); integers and booleans are
+  exact unless a task gives them a tolerance; NaN matches NaN, inf matches the same inf.
+- ``compare_values`` compares nested results: tensors, NumPy arrays, Python scalars, strings,
+  None, and dicts / lists / tuples of them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+Tolerance = Callable[[str], tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -27,7 +42,11 @@ def as_tuple(value: Any) -> tuple:
 
 
 def poisoned_like(ref: torch.Tensor) -> torch.Tensor:
-    """An output buffer like `ref`, filled with a value a correct kernel overwrites."""
+    """An output buffer like `ref`, filled with a value a correct kernel overwrites.
+
+    Booleans get the reference's negation: any constant (all False, say) would equal the
+    reference wherever it holds that constant, and an unwritten element would pass there.
+    """
     out = torch.empty_like(ref)
     if ref.dtype.is_floating_point or ref.dtype.is_complex:
         out.fill_(float("nan"))
@@ -51,12 +70,17 @@ def dtype_name(dtype: torch.dtype) -> str:
 def compare_output(
     out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float
 ) -> str | None:
-    """None if `out` matches `ref` within tolerance, else a short description of the mismatch."""
+    """None if `out` matches `ref` within tolerance, else a short description of the mismatch.
+
+    Compared on `out`'s device (copying perf-sized outputs to the host is slow).
+    """
     if out.shape != ref.shape:
         return f"shape {tuple(out.shape)} != expected {tuple(ref.shape)}"
-    if ref.dtype == torch.bool or (atol == 0 and rtol == 0 and not ref.dtype.is_floating_point):
-        bad = out != ref
-        n_bad = int(bad.sum())
+    ref = ref.detach().to(out.device)
+    out = out.detach()
+    if ref.dtype == torch.bool or (atol == 0 and rtol == 0 and not (
+            ref.dtype.is_floating_point or ref.dtype.is_complex)):
+        n_bad = int((out != ref).sum())
         if n_bad == 0:
             return None
         return f"{n_bad}/{ref.numel()} elements differ (exact dtype {dtype_name(ref.dtype)})"
@@ -67,15 +91,18 @@ def compare_output(
         n_bad = int(bad.sum())
         if n_bad == 0:
             return None
-        return (f"{n_bad}/{ref.numel()} elements off, max abs error {float(diff.max()):.3g} "
+        return (f"{n_bad}/{ref.numel()} elements differ, max abs error {float(diff.max()):.3g} "
                 f"(atol {atol}, rtol {rtol})")
+    if ref.dtype.is_complex:
+        out = torch.view_as_real(out.resolve_conj())
+        ref = torch.view_as_real(ref.resolve_conj())
     out_f, ref_f = out.double(), ref.double()
     ref_nan = torch.isnan(ref_f)
     out_nan = torch.isnan(out_f)
-    unexpected_nan = out_nan & ~ref_nan
-    n_nan = int(unexpected_nan.sum())
+    n_nan = int((out_nan & ~ref_nan).sum())
     if n_nan:
-        return f"{n_nan}/{ref.numel()} elements NaN (unwritten or invalid)"
+        return (f"{n_nan}/{ref.numel()} elements differ: NaN where the reference has a value "
+                "(unwritten or invalid)")
     both_inf_same = torch.isinf(ref_f) & (out_f == ref_f)
     err = (out_f - ref_f).abs()
     err = torch.where(ref_nan | both_inf_same, torch.zeros_like(err), err)
@@ -85,45 +112,134 @@ def compare_output(
     if n_bad == 0:
         return None
     max_err = float(err[bad].max())
-    return (f"{n_bad}/{ref.numel()} elements off, max abs error {max_err:.3g} "
+    return (f"{n_bad}/{ref.numel()} elements differ, max abs error {max_err:.3g} "
             f"(atol {atol}, rtol {rtol})")
+
+
+def compare_tensor(out: Any, ref: torch.Tensor, tolerance: Tolerance) -> str | None:
+    """`compare_output` with the type, dtype and the dtype's tolerance checked first."""
+    if not isinstance(out, torch.Tensor):
+        return f"a {type(out).__name__}, not a tensor"
+    if out.dtype != ref.dtype:
+        return f"dtype {dtype_name(out.dtype)} != expected {dtype_name(ref.dtype)}"
+    atol, rtol = tolerance(dtype_name(ref.dtype))
+    return compare_output(out, ref, atol, rtol)
+
+
+def _numpy_array(value: Any) -> Any:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with torch
+        return None
+    return value if isinstance(value, (np.ndarray, np.generic)) else None
+
+
+def compare_values(got: Any, expected: Any, tolerance: Tolerance,
+                   where: str = "result") -> str | None:
+    """None when two (nested) results agree; else one sentence naming where they differ.
+
+    Tensors by `compare_tensor`; NumPy arrays as tensors (object arrays element by element);
+    floats with float64's tolerance; ints, bools, strings, None and anything else by equality;
+    dicts by keys then values, lists and tuples by length then items.
+    """
+    if isinstance(expected, torch.Tensor):
+        problem = compare_tensor(got, expected, tolerance)
+        return None if problem is None else f"{where}: {problem}"
+    array = _numpy_array(expected)
+    if array is not None:
+        if _numpy_array(got) is None:
+            return f"{where}: expected a NumPy array, got {type(got).__name__}"
+        if array.dtype == object:
+            return compare_values(list(got.ravel()), list(array.ravel()), tolerance, where)
+        return compare_values(torch.as_tensor(got), torch.as_tensor(array), tolerance, where)
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return f"{where}: keys differ"
+        for key in expected:
+            problem = compare_values(got[key], expected[key], tolerance, f"{where}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"{where}: lengths differ"
+        for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+            problem = compare_values(a, b, tolerance, f"{where}[{index}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, float):
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            return f"{where}: expected a float, got {type(got).__name__}"
+        atol, rtol = tolerance("float64")
+        if (math.isnan(expected) and math.isnan(got)) or got == expected or \
+                math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
+            return None
+        return f"{where}: {got!r} != {expected!r} (atol {atol}, rtol {rtol})"
+    try:
+        same = bool(got == expected)
+    except Exception as exc:  # noqa: BLE001 - objects whose == is not a truth value
+        return f"{where}: cannot compare {type(got).__name__} values ({type(exc).__name__})"
+    return None if same else f"{where}: {got!r} != {expected!r}"
 
 
 def check_call(
     run_candidate: Callable[[tuple, list | None], Sequence[Any]],
     reference: Callable[..., Any],
     inputs: tuple,
-    tolerance: Callable[[str], tuple[float, float]],
+    tolerance: Tolerance,
     synchronize: Callable[[], None],
     destination_passing: bool = True,
+    call_context: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> CheckFailure | None:
     """Run the reference and the candidate on `inputs`; None if the candidate is correct.
 
     ``run_candidate(inputs, outputs)`` returns the candidate's outputs; for destination-passing
-    tasks it gets NaN-poisoned buffers, otherwise ``None`` (the candidate allocates).
-    Exceptions raised by the candidate propagate (the caller classifies them).
+    tasks it gets poisoned buffers, otherwise ``None`` (the candidate allocates). Inputs the
+    reference writes are restored before the candidate runs and judged as outputs afterwards.
+    ``call_context()``, when given (``Task.call_context``), is entered around each of the two
+    calls (TritonBench: the same seeded RNG state, for operators that draw random numbers).
+    Exceptions raised by the candidate or the reference propagate (the caller classifies them).
     """
-    refs = list(as_tuple(reference(*inputs)))
+    around = call_context or nullcontext
     originals = clone_inputs(inputs)
+    with around():
+        refs = list(as_tuple(reference(*inputs)))
+    synchronize()
+    gold_written = {index: after.clone() for index, (before, after)
+                    in enumerate(zip(originals, inputs, strict=True))
+                    if isinstance(after, torch.Tensor) and not _same(before, after)}
+    if gold_written:
+        # the reference's outputs may alias the inputs about to be restored
+        refs = [r.clone() if isinstance(r, torch.Tensor) else r for r in refs]
+        for index in gold_written:
+            inputs[index].copy_(originals[index])
     outputs = [poisoned_like(r) for r in refs] if destination_passing else None
-    produced = list(as_tuple(run_candidate(inputs, outputs)))
+    with around():
+        produced = list(as_tuple(run_candidate(inputs, outputs)))
     synchronize()
     for index, (before, after) in enumerate(zip(originals, inputs, strict=True)):
-        if isinstance(after, torch.Tensor) and not _same(before, after):
+        if not isinstance(after, torch.Tensor):
+            continue
+        if index in gold_written:
+            problem = compare_tensor(after, gold_written[index], tolerance)
+            if problem is not None:
+                return CheckFailure(f"input {index} (written in place by the reference too): "
+                                    f"{problem}")
+        elif not _same(before, after):
             return CheckFailure(f"input {index} was modified by the candidate")
     if len(produced) != len(refs):
         return CheckFailure(f"{len(produced)} outputs, expected {len(refs)}")
     for index, (out, ref) in enumerate(zip(produced, refs, strict=True)):
-        if not isinstance(out, torch.Tensor):
-            return CheckFailure(f"output {index} is a {type(out).__name__}, not a tensor")
-        atol, rtol = tolerance(dtype_name(ref.dtype))
-        problem = compare_output(out, ref, atol, rtol)
+        problem = compare_values(out, ref, tolerance, f"output {index}")
         if problem is not None:
-            return CheckFailure(f"output {index}: {problem}")
+            return CheckFailure(problem)
     return None
 
 
 def _same(before: torch.Tensor, after: torch.Tensor) -> bool:
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return False
     if before.dtype.is_floating_point or before.dtype.is_complex:
         return bool(torch.equal(torch.isnan(before), torch.isnan(after))) and bool(
             torch.equal(torch.nan_to_num(before), torch.nan_to_num(after)))

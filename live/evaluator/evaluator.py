@@ -25,7 +25,7 @@ from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, reso
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
 from live.evaluator.static_check import static_check
-from live.evaluator.task_source import canonical_spec
+from live.evaluator.task_source import canonical_spec, task_language
 from live.evaluator.timing import TimingConfig
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
@@ -175,7 +175,8 @@ class Evaluator:
             raise RuntimeError("evaluator is closed")
         started = time.perf_counter()
         kid = kernel_id(code)
-        problem = static_check(code) if self.static_check else None
+        problem = (static_check(code, task_language(self.task_spec, task_name))
+                   if self.static_check else None)
         if problem is not None:
             return failure("rejected", kid, task_name, problem,
                            eval_latency_s=time.perf_counter() - started)

@@ -1,13 +1,19 @@
 """Gold-vs-gold check of a task suite: each task's k0 against its reference, in the real evaluator.
 
-Records per task the reference and k0 timings on this machine (the machine's baseline), and
-whether k0 passed. ``kernelband tasks check`` is a thin wrapper.
+``check_tasks`` records per task the reference and k0 timings on this machine (the machine's
+baseline), and whether k0 passed. ``gold_check_in_worker`` is the load-time check a task source
+runs in the evaluator's workers (``live.evaluator.isolated``): the very checks the evaluator
+applies to every candidate (``CandidateRunner``, ``check_only``: no timing), with k0 as the
+candidate, so a k0 that passes at load time passes the evaluator. Every gold-vs-gold check runs
+in a worker, never in the loading process. ``kernelband tasks check`` is a thin wrapper.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +23,9 @@ from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.evaluator import Evaluator
 from live.evaluator.result import EvalResult
 from live.evaluator.task_source import resolve_tasks
+
+#: statuses of a load-time gold check that mean the gold code disagrees with itself
+NONDETERMINISTIC = "nondeterministic"
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,94 @@ class GoldCheck:
         return self.result.status == "ok"
 
 
+#: NOTE (D71): in a load-time check worker (``KB_QUICK_AUTOTUNE=1``) Triton's autotuner
+#: benchmarks each configuration for about this many milliseconds (warm-up and timed runs)
+#: instead of 25 + 100: the check needs a configuration that runs, not the fastest one, and on
+#: an H200 every operator autotuned on all its performance inputs took 50-180 s (13 of them past
+#: the 180 s limit) with full benchmarks. k0 reuses the reference's choice (D66).
+QUICK_AUTOTUNE_MS = 1
+
+
+def install_quick_autotune() -> bool:
+    """Make ``triton.testing.do_bench`` (the benchmarker Triton's autotuner asks its driver for
+    at tuning time, and the one the deprecated ``warmup=``/``rep=`` interface calls) run for
+    ``QUICK_AUTOTUNE_MS`` whatever it is asked; True once installed. For check workers only:
+    nothing in them is timed with it."""
+    try:
+        import triton.testing
+    except ImportError:
+        return False
+    original = triton.testing.do_bench
+    if getattr(original, "_kb_quick", False):
+        return True
+    names = ("warmup", "rep", "grad_to_none", "quantiles", "return_mode")
+
+    def quick_do_bench(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(zip(names[:len(args)], args, strict=True))
+        kwargs.update(warmup=QUICK_AUTOTUNE_MS, rep=QUICK_AUTOTUNE_MS)
+        return original(fn, **kwargs)
+
+    quick_do_bench._kb_quick = True  # type: ignore[attr-defined]
+    triton.testing.do_bench = quick_do_bench
+    return True
+
+
+def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str,
+                         describe: str | None = None) -> dict[str, Any]:
+    """Worker side: build the task, then judge its k0 as the evaluator judges any candidate.
+
+    Returns ``status`` (``ok``, ``build_error``, ``nondeterministic`` or the evaluator's failure
+    status), ``error``, ``recycle``, and ``meta``: ``describe(task)`` (a ``live.`` function
+    returning what the source caches to rebuild the task without running it). A k0 judged
+    ``incorrect`` is checked a second time: gold against gold under the same seeds can only
+    differ when the operator is nondeterministic (atomics, races, unseeded draws of its own).
+    """
+    if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
+        install_quick_autotune()
+    # nothing is timed in a check worker and its next check is another task's: inputs are
+    # made, used and dropped, never kept beside the check's own copies
+    runner._inputs.max_bytes = 0
+    try:
+        task = runner._task(task_spec, task_name)
+    except Exception as exc:  # noqa: BLE001 - a script that fails to build is a result
+        return {"status": "build_error", "recycle": True,
+                "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000]}
+    meta = None
+    if describe is not None:
+        from live.evaluator.isolated import CALLABLE_PREFIX
+
+        if not describe.startswith(CALLABLE_PREFIX):
+            raise ValueError(f"describe {describe!r} is not a kernelband function")
+        module_name, _, function = describe.rpartition(".")
+        meta = getattr(__import__(module_name, fromlist=[function]), function)(task)
+    request = {"op": "evaluate", "task_spec": task_spec, "task_name": task_name,
+               "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True}
+    try:
+        return _judge(runner, workdir, request, meta)
+    finally:  # this worker's next check is another task's: its inputs are of no more use
+        with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
+            runner.release_inputs()
+        if task.release is not None:
+            task.release()
+
+
+def _judge(runner: Any, workdir: Path, request: dict[str, Any],
+           meta: Any) -> dict[str, Any]:
+    first = runner.evaluate(request, workdir, on_compiled=lambda: None)
+    result = {"status": first["status"], "error": first.get("error"),
+              "recycle": bool(first.get("recycle")), "meta": meta,
+              "check_s": first.get("check_s"), "compile_s": first.get("compile_s")}
+    if first["status"] == "incorrect" and not result["recycle"]:
+        second = runner.evaluate(request, workdir, on_compiled=lambda: None)
+        times = "in both of two checks" if second["status"] == "incorrect" else \
+            "in one of two checks"
+        result.update(status=NONDETERMINISTIC, recycle=bool(second.get("recycle")),
+                      error=f"nondeterministic: the gold code disagrees with itself under the "
+                            f"same seeds {times} (atomics, races, or memory it does not own: "
+                            f"uninitialised or out of bounds): {first.get('error')}")
+    return result
+
+
 def check_tasks(
     task_spec: str,
     *,
@@ -39,9 +136,11 @@ def check_tasks(
     timeout_s: float = 300.0,
     on_result: Callable[[GoldCheck], None] | None = None,
     evaluator: Evaluator | None = None,
+    tasks: Sequence[Any] | None = None,
 ) -> tuple[list[GoldCheck], dict[str, Any]]:
-    """Evaluate every task's k0 against its reference; returns the checks and the device info."""
-    tasks = resolve_tasks(task_spec)
+    """Evaluate every task's k0 against its reference; returns the checks and the device info.
+    `tasks`: the spec's tasks when the caller has loaded them already."""
+    tasks = list(tasks) if tasks is not None else resolve_tasks(task_spec)
     if names:
         wanted = set(names)
         tasks = [t for t in tasks if t.name in wanted]

@@ -66,7 +66,7 @@ def _compiled_kernels(jit_fn: Any) -> list[Any]:
     return kernels
 
 
-def read_compile_meta(module: types.ModuleType) -> CompileMeta:
+def read_triton_compile_meta(module: types.ModuleType) -> CompileMeta:
     """Metadata of the heaviest compiled kernel in `module` (all None if none was compiled)."""
     best: CompileMeta | None = None
     for jit_fn in _jit_functions(module):
@@ -143,3 +143,11 @@ def runtime_vector(
     block_x = float(meta.num_warps * 32) if meta.num_warps else nan
     block_y = 1.0 if meta.num_warps else nan
     return (log_ms, log_foot, intensity, block_x, block_y, occupancy_pct)
+
+
+def read_compile_meta(module: types.ModuleType, language: str = "triton") -> CompileMeta:
+    """Compile metadata of `module`'s kernels, read the way `language` keeps it (see
+    ``live.evaluator.languages``)."""
+    from live.evaluator.languages import kernel_language
+
+    return kernel_language(language).read_compile_meta(module)

@@ -157,6 +157,12 @@ class CandidateRunner:
         self._inputs = InputCache(input_cache_bytes)
         self._spec = ""
 
+    def release_inputs(self) -> None:
+        """Drop every kept input (and, on a GPU, the allocator's cached blocks)."""
+        self._inputs.clear()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
+
     def _input_key(self, task: Any, shape: dict[str, int], seed: int) -> tuple:
         return (self._spec, task.name, tuple(sorted(shape.items())), seed)
 
@@ -237,7 +243,8 @@ class CandidateRunner:
 
         try:
             failure = check_call(run, task.reference, inputs, task.tolerance, self._sync,
-                                 destination_passing=_dps(task))
+                                 destination_passing=_dps(task),
+                                 call_context=getattr(task, "call_context", None))
         except Outcome:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -314,6 +321,8 @@ class CandidateRunner:
             if problem is not None:
                 raise Outcome("incorrect", f"source check: {problem}")
         phases["check_s"] = time.perf_counter() - started + inputs_s
+        if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
+            return {"status": "ok", "error": None, "correct": True, "recycle": False, **phases}
 
         baseline_code = request.get("baseline_code")
         base_module = None
@@ -362,7 +371,7 @@ class CandidateRunner:
         ref_ms = float(sum(ref_shape_ms))
         weighted = sum(c * m for c, m in zip(cvs, shape_ms, strict=True))
         timing_cv = float(weighted / ms) if ms > 0 else math.nan
-        meta = read_compile_meta(module)
+        meta = read_compile_meta(module, getattr(task, "language", "triton"))
         occupancy = (theoretical_occupancy_pct(meta.registers, meta.shared_bytes or 0,
                                                meta.num_warps, self.limits)
                      if meta.registers is not None and meta.num_warps else math.nan)

@@ -1,8 +1,8 @@
 """A static pre-check of candidate source: refuse what a kernel has no business doing.
 
-``static_check(code) -> str | None`` reads the candidate's AST (it never runs it) and returns one
-sentence saying why the candidate is ``rejected``, or None. It runs in the parent before a worker
-sees the code, so a rejected candidate costs microseconds, not a worker.
+``static_check(code, language) -> str | None`` reads the candidate's AST (it never runs it) and
+returns one sentence saying why the candidate is ``rejected``, or None. It runs in the parent
+before a worker sees the code, so a rejected candidate costs microseconds, not a worker.
 
 What it refuses, and why:
 
@@ -19,8 +19,9 @@ What it refuses, and why:
   ``tb_frame``…), the ways a candidate could fish the reference's output out of the evaluator;
 - **timing tricks**: CUDA side streams (``torch.cuda.Stream``/``stream``/``set_stream``) — work
   on a side stream escapes the events that time the default stream;
-- **no kernel**: a module with no ``@triton.jit`` function or no ``kernel[grid](...)`` launch,
-  i.e. torch ops instead of a Triton kernel.
+- **no kernel**: a module with no kernel function of the task's language (``@triton.jit`` for
+  Triton, see ``live.evaluator.languages``) or no launch of one (``kernel[grid](...)``), i.e.
+  torch ops instead of a kernel.
 
 ``NOTE (D12)``: this is a tripwire, not a proof: a determined candidate can hide what it does
 from any static check. The sandbox (scrubbed environment, own session, resource limits, the
@@ -30,6 +31,8 @@ worker's audit guard in ``live.evaluator.guard``) is what contains the rest.
 from __future__ import annotations
 
 import ast
+
+from live.evaluator.languages import TRITON, KernelLanguage, dotted_name, kernel_language
 
 _FORBIDDEN_MODULES = {
     "socket", "socketserver", "ssl", "subprocess", "multiprocessing", "ctypes", "cffi",
@@ -56,31 +59,12 @@ _FORBIDDEN_ATTRS = {
 _STREAM_ATTRS = {"Stream", "stream", "set_stream", "ExternalStream"}
 
 
-def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` for an attribute chain on a name, else ''."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
-
-
-def _is_triton_jit(decorator: ast.AST) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = _dotted(target)
-    return name.split(".")[-1] in ("jit", "autotune", "heuristics") and (
-        name.startswith("triton") or name in ("jit", "autotune", "heuristics"))
-
-
 class _Checker(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, language: KernelLanguage = TRITON) -> None:
+        self.language = language
         self.problem: str | None = None
         self.os_aliases = {"os"}
         self.jit_functions: set[str] = set()
-        self.launches = 0
 
     def _flag(self, node: ast.AST, message: str) -> None:
         if self.problem is None:
@@ -113,7 +97,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         if base in self.os_aliases and node.attr in _FORBIDDEN_OS_CALLS:
             what = ("reads environment variables" if node.attr in ("environ", "environb",
                                                                    "getenv", "getenvb")
@@ -133,12 +117,10 @@ class _Checker(ast.NodeVisitor):
             if isinstance(first, ast.Constant) and isinstance(first.value, str) and (
                     first.value.startswith(("/", "~")) or ".." in first.value):
                 self._flag(node, f"opens {first.value!r}, outside its sandbox directory")
-        if isinstance(func, ast.Subscript):
-            self.launches += 1
         self.generic_visit(node)
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if any(_is_triton_jit(d) for d in node.decorator_list):
+        if any(self.language.is_kernel_decorator(d) for d in node.decorator_list):
             self.jit_functions.add(node.name)
         self.generic_visit(node)
 
@@ -146,23 +128,26 @@ class _Checker(ast.NodeVisitor):
     visit_AsyncFunctionDef = _visit_function
 
 
-def static_check(code: str) -> str | None:
+def static_check(code: str, language: str = "triton") -> str | None:
     """Why `code` must be rejected before it runs (one sentence), or None if it may run.
 
-    A syntax error is not a rejection: the worker reports it as ``compile_error``.
+    `language` is the task's kernel language (``Task.language``). A syntax error is not a
+    rejection: the worker reports it as ``compile_error``.
     """
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    checker = _Checker()
+    lang = kernel_language(language)
+    checker = _Checker(lang)
     checker.visit(tree)
     if checker.problem is not None:
         return f"static check: the candidate {checker.problem}"
     if not checker.jit_functions:
-        return ("static check: the candidate defines no @triton.jit kernel "
-                "(torch ops instead of a Triton kernel)")
-    if not checker.launches:
-        return ("static check: the candidate never launches a Triton kernel "
-                "(no kernel[grid](...) call)")
+        decorator = f"@{lang.decorator_modules[0]}.{lang.decorators[0]}"
+        return (f"static check: the candidate defines no {decorator} kernel "
+                f"(torch ops instead of a {lang.name.capitalize()} kernel)")
+    if not lang.launches(tree):
+        return (f"static check: the candidate never launches a {lang.name.capitalize()} kernel "
+                f"(no {lang.launch} call)")
     return None

@@ -1,13 +1,12 @@
 """Rebuild a task inside a worker from (spec, name): tasks are never pickled.
 
-Specs understood: whatever ``live.tasks.registry.resolve_task`` takes (``builtin``,
-``softmax,layernorm``, ``tritonbench:PATH``), plus ``module:DOTTED.PATH``, a Python module with a
-``TASKS`` list of ``Task`` objects (used by tests and for one-off experiments).
+A thin view of ``live.tasks.registry`` (every spec its source registry knows: ``builtin``,
+``softmax,layernorm``, ``tritonbench:PATH``, ``module:PKG.MOD``), so the evaluator, the
+profiler and ``kernelband live`` read specs the same way.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 MODULE_PREFIX = "module:"
@@ -15,24 +14,13 @@ MODULE_PREFIX = "module:"
 
 def canonical_spec(spec: str) -> str:
     """`spec` as a worker in another directory must see it (TritonBench paths made absolute)."""
-    if spec.startswith(MODULE_PREFIX):
-        return spec
-    try:
-        from live.tasks.registry import canonical_spec as registry_canonical
-    except ImportError:
-        return spec
+    from live.tasks.registry import canonical_spec as registry_canonical
+
     return registry_canonical(spec)
 
 
 def resolve_task(spec: str, name: str) -> Any:
     """The Task called `name` in task spec `spec`."""
-    if spec.startswith(MODULE_PREFIX):
-        module = importlib.import_module(spec[len(MODULE_PREFIX):])
-        for task in module.TASKS:
-            if task.name == name:
-                return task
-        known = ", ".join(t.name for t in module.TASKS)
-        raise KeyError(f"no task {name!r} in {spec!r}; known: {known}")
     from live.tasks.registry import resolve_task as registry_resolve
 
     return registry_resolve(spec, name)
@@ -40,8 +28,17 @@ def resolve_task(spec: str, name: str) -> Any:
 
 def resolve_tasks(spec: str) -> list[Any]:
     """Every Task in task spec `spec`."""
-    if spec.startswith(MODULE_PREFIX):
-        return list(importlib.import_module(spec[len(MODULE_PREFIX):]).TASKS)
     from live.tasks.registry import resolve_tasks as registry_resolve_all
 
     return list(registry_resolve_all(spec))
+
+
+def task_language(spec: str, name: str) -> str:
+    """The kernel language of `name` in `spec` (``Task.language``); ``triton`` when the task
+    cannot be found here (the worker then reports it as no such task)."""
+    from live.tasks.registry import task_language as registry_language
+
+    try:
+        return registry_language(spec, name)
+    except Exception:  # noqa: BLE001 - an unknown task is the worker's to report
+        return "triton"

@@ -103,11 +103,16 @@ def main() -> None:
             return isinstance(answer, dict) and answer.get("op") == "go"
 
         try:
-            response = runner.evaluate(
-                request, workdir,
-                on_compiled=lambda: write_frame(proto_out, ("phase", "compiled")),
-                await_turn=await_turn if request.get("exclusive_timing") else None,
-            )
+            if request.get("op") == "call":  # a named kernelband function (gold checks)
+                from live.evaluator.isolated import serve_call
+
+                response = serve_call(request, runner, workdir)
+            else:
+                response = runner.evaluate(
+                    request, workdir,
+                    on_compiled=lambda: write_frame(proto_out, ("phase", "compiled")),
+                    await_turn=await_turn if request.get("exclusive_timing") else None,
+                )
         finally:
             os.chdir(home)
             shutil.rmtree(workdir, ignore_errors=True)

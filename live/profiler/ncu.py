@@ -10,7 +10,6 @@ access, ``ERR_NVGPUCTRPERM``), the profiler says "unavailable" once (a log warni
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import math
@@ -28,7 +27,7 @@ from pathlib import Path
 from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.hashing import kernel_id
 from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
-from live.evaluator.task_source import canonical_spec
+from live.evaluator.task_source import canonical_spec, task_language
 from live.profiler.batch import kernel_regex, rename_kernels, split_launches
 from live.profiler.csv_parse import Launch, duration_weighted, parse_raw_csv
 from live.profiler.metrics import NCU_METRICS, base_name, hw_signature, profile9
@@ -63,19 +62,12 @@ class ProfileResult:
     cached: bool = False
 
 
-def triton_kernel_names(code: str) -> list[str]:
-    """Names of the functions decorated with ``triton.jit`` / ``autotune`` / ``heuristics``."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            decorators = [ast.unparse(d) for d in node.decorator_list]
-            if any(re.search(r"\b(jit|autotune|heuristics)\b", d) for d in decorators):
-                names.append(node.name)
-    return names
+def triton_kernel_names(code: str, language: str = "triton") -> list[str]:
+    """Names of the kernel functions of `code` in the task's kernel `language` (for Triton:
+    decorated with ``triton.jit`` / ``autotune`` / ``heuristics``)."""
+    from live.evaluator.languages import kernel_language
+
+    return kernel_language(language).kernel_names(code)
 
 
 def result_from_csv(text: str, *, kid: str, task_id: str, profiler: str) -> ProfileResult:
@@ -274,7 +266,8 @@ class NcuProfiler:
         """One ncu session over ``(task_name, code, kernel_id)`` candidates (kernels renamed
         apart by their position in `chunk`)."""
         started = time.perf_counter()
-        names = [triton_kernel_names(code) for _, code, _ in chunk]
+        names = [triton_kernel_names(code, task_language(self.task_spec, task_name))
+                 for task_name, code, _ in chunk]
         workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-batch-"))
         try:
             paths = []
@@ -370,7 +363,7 @@ class NcuProfiler:
         return result
 
     def _run_ncu_once(self, task_name: str, code: str, kid: str) -> ProfileResult:
-        names = triton_kernel_names(code)
+        names = triton_kernel_names(code, task_language(self.task_spec, task_name))
         workdir = Path(tempfile.mkdtemp(prefix="kb-ncu-"))
         try:
             code_path = workdir / "candidate.py"

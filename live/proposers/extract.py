@@ -3,8 +3,8 @@
 Rules, in order: drop reasoning sections (``<think>…</think>``); truncate enormous replies; collect
 fenced code blocks (an unterminated last fence, as when a reply hits its token limit, counts up to
 the end); prefer blocks tagged ``python``/``py``; among those, prefer one that defines the task's
-entry function and a ``@triton.jit`` kernel, then one defining the entry, then one with a kernel
-(the last of equals);
+entry function and a kernel of the task's language (``@triton.jit`` for Triton), then one
+defining the entry, then one with a kernel (the last of equals);
 the chosen block must parse (``ast``). A reply without a fence is taken whole only when it parses
 and defines the entry function (some servers strip fences).
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+
+from live.evaluator.languages import kernel_language
 
 #: replies longer than this are cut before extraction (a runaway generation, not a kernel)
 MAX_REPLY_CHARS = 200_000
@@ -62,12 +64,10 @@ def _defines(tree: ast.Module, entry: str) -> bool:
     )
 
 
-def _has_jit(code: str) -> bool:
-    return "jit" in code and "@" in code
-
-
-def extract_code(reply: str, entry: str) -> Extraction:
-    """The candidate module in ``reply`` for a task whose entry function is ``entry``."""
+def extract_code(reply: str, entry: str, language: str = "triton") -> Extraction:
+    """The candidate module in ``reply`` for a task whose entry function is ``entry`` and whose
+    kernels are written in ``language`` (``Task.language``)."""
+    has_kernel = kernel_language(language).mentions_kernel
     if not reply or not reply.strip():
         return Extraction(None, "empty reply")
     text = _THINK.sub("", reply[:MAX_REPLY_CHARS])
@@ -86,9 +86,9 @@ def extract_code(reply: str, entry: str) -> Extraction:
     # among equally good blocks the last wins: replies often show a draft before the final version
     ranked = sorted(
         reversed(good),
-        key=lambda bt: (not (_defines(bt[1], entry) and _has_jit(bt[0])),
+        key=lambda bt: (not (_defines(bt[1], entry) and has_kernel(bt[0])),
                         not _defines(bt[1], entry),
-                        not _has_jit(bt[0])),
+                        not has_kernel(bt[0])),
     )
     body, tree = ranked[0]
     # NOTE (D20): a block that parses but defines no entry function is ``no_code`` rather than

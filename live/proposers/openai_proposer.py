@@ -108,7 +108,8 @@ class LLMProposer:
         }
         if reply.error is not None:
             return Proposal(status="llm_error", code=None, error=reply.error, **common)
-        extraction = extract_code(reply.text or "", task.entry)
+        extraction = extract_code(reply.text or "", task.entry,
+                                  getattr(task, "language", "triton"))
         if extraction.code is None:
             error = extraction.error
             if reply.finish_reason == "length":

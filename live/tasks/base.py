@@ -41,6 +41,7 @@ function of an importable module, or a ``functools.partial`` of one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -86,6 +87,16 @@ class Task:
         prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
             instead of the raw candidate (TritonBench: the code above the 146-``#`` separator, so
             a whole operator file's test code is not run at import). Use ``module_source``.
+        call_context: optional ``call_context() -> context manager`` entered around every
+            checked call of the reference and of a candidate (not around timed calls);
+            TritonBench tasks run each under the same seeded RNG state, since some operators
+            draw their own random inputs inside the call.
+        release: optional ``release()``: drop what the task keeps in this process (inputs made
+            on the CPU); a load-time check worker calls it after each check, since its next
+            check is another task's (TritonBench: one operator's inputs can take 30 GB).
+        language: the kernel language of k0 and of every candidate (a key of
+            ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
+            profiler's kernel filter and the metadata reader follow it.
     """
 
     name: str
@@ -107,6 +118,9 @@ class Task:
     source_check: Callable[[str, str], str | None] | None = None
     compute_dtype: str = "float32"
     prepare_source: Callable[[str], str] | None = None
+    language: str = "triton"
+    call_context: Callable[[], AbstractContextManager[Any]] | None = None
+    release: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
@@ -116,6 +130,11 @@ class Task:
             )
         if self.call_style == "returns" and self.run is None:
             raise ValueError(f"task {self.name!r}: call_style 'returns' needs a run callable.")
+        from live.evaluator.languages import LANGUAGES
+
+        if self.language not in LANGUAGES:
+            raise ValueError(f"task {self.name!r}: language must be one of "
+                             f"{tuple(LANGUAGES)}, not {self.language!r}.")
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for outputs of this dtype (``float32`` or ``torch.float32``)."""

@@ -1,123 +1,75 @@
-"""Find tasks by spec: ``builtin``, a comma list of built-in names, or ``tritonbench:PATH``.
+"""Find tasks by spec, through the task-source registry (``live.tasks.sources``).
 
-Workers rebuild a task from ``(spec, name)`` with ``resolve_task`` instead of unpickling it.
+Specs: ``builtin``, a comma list of built-in names, ``tritonbench:PATH`` or ``module:PKG.MOD``
+(and any prefix registered in ``live.tasks.sources.SOURCES``). Workers rebuild a task from
+``(spec, name)`` with ``resolve_task`` instead of unpickling it.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 import logging
-import os
-from pathlib import Path
 
 from live.tasks.base import Task
+from live.tasks.skips import Loaded
+from live.tasks.sources import DEFAULT_SOURCE, LoadOptions, parse_spec, source_module
+from live.tasks.sources.builtin import BUILTIN_TASKS, builtin_task
 
-#: every built-in task, in the order they are listed (module ``live.tasks.builtin.<name>``)
-BUILTIN_TASKS: tuple[str, ...] = (
-    "add",
-    "bias_gelu",
-    "swiglu",
-    "softmax",
-    "layernorm",
-    "rmsnorm",
-    "cross_entropy",
-    "cumsum",
-    "transpose",
-    "embedding",
-    "quantize_int8",
-    "dequantize_int8",
-    "matmul_fp16",
-    "matmul_bf16",
-    "attention",
-)
+__all__ = ["BUILTIN_TASKS", "TRITONBENCH_PREFIX", "builtin_task", "canonical_spec",
+           "load_tasks", "resolve_task", "resolve_tasks", "resolve_tasks_and_skipped",
+           "task_language"]
 
 TRITONBENCH_PREFIX = "tritonbench:"
 
 _log = logging.getLogger(__name__)
 
 
-def builtin_task(name: str) -> Task:
-    """The built-in task called ``name``; ValueError naming the valid ones otherwise."""
-    if name not in BUILTIN_TASKS:
-        raise ValueError(
-            f"unknown task {name!r}; built-in tasks are: {', '.join(BUILTIN_TASKS)} "
-            f"(or use {TRITONBENCH_PREFIX}PATH)."
-        )
-    return importlib.import_module(f"live.tasks.builtin.{name}").TASK
+def load_tasks(spec: str, options: LoadOptions | None = None) -> Loaded:
+    """Every task named by ``spec``, what its source skipped, and how loading went."""
+    prefix, arg = parse_spec(spec)
+    return source_module(prefix).load(arg, options or LoadOptions())
 
 
-def resolve_tasks(spec: str) -> list[Task]:
+def resolve_tasks(spec: str, options: LoadOptions | None = None) -> list[Task]:
     """Every task named by ``spec``.
 
     ``builtin`` gives all built-in tasks; ``softmax,layernorm`` the named ones;
     ``tritonbench:PATH`` every TritonBench-G operator under PATH that passes its gold-vs-gold
-    check on this machine; each skipped operator is logged as a warning (use
-    ``resolve_tasks_and_skipped`` to get them as data).
+    check on this machine; ``module:PKG.MOD`` the module's ``TASKS``. Each skipped task is
+    logged as a warning (``load_tasks`` gives them as data).
     """
-    tasks, skipped = resolve_tasks_and_skipped(spec)
-    for op, reason in skipped:
+    loaded = load_tasks(spec, options)
+    for op, reason in loaded.skipped_pairs:
         _log.warning("skipped TritonBench operator %s: %s", op, reason)
-    return tasks
+    return loaded.tasks
 
 
-def resolve_tasks_and_skipped(spec: str) -> tuple[list[Task], list[tuple[str, str]]]:
-    """``resolve_tasks`` plus the ``(operator, reason)`` pairs a TritonBench spec skipped."""
-    spec = spec.strip()
-    if spec.startswith(TRITONBENCH_PREFIX):
-        from live.tasks.tritonbench import load_tritonbench
-
-        return load_tritonbench(_tritonbench_path(spec))
-    return _builtin_tasks(spec), []
-
-
-def _builtin_tasks(spec: str) -> list[Task]:
-    if spec == "builtin":
-        return [builtin_task(name) for name in BUILTIN_TASKS]
-    names = [part.strip() for part in spec.split(",") if part.strip()]
-    if not names:
-        raise ValueError(
-            f"empty task spec {spec!r}; use 'builtin', a comma list of names or "
-            f"'{TRITONBENCH_PREFIX}PATH'."
-        )
-    return [builtin_task(name) for name in names]
+def resolve_tasks_and_skipped(
+    spec: str, options: LoadOptions | None = None
+) -> tuple[list[Task], list[tuple[str, str]]]:
+    """``resolve_tasks`` plus the ``(operator, reason)`` pairs the spec's source skipped."""
+    loaded = load_tasks(spec, options)
+    return loaded.tasks, loaded.skipped_pairs
 
 
 def canonical_spec(spec: str) -> str:
-    """``spec`` with a ``tritonbench:`` path made absolute, so that a worker running in another
-    directory resolves the same folder. Other specs come back stripped."""
-    spec = spec.strip()
-    if spec.startswith(TRITONBENCH_PREFIX):
-        return TRITONBENCH_PREFIX + str(_tritonbench_path(spec).resolve())
-    return spec
-
-
-def _tritonbench_path(spec: str) -> Path:
-    path = Path(spec[len(TRITONBENCH_PREFIX):]).expanduser()
-    if not path.is_absolute() and not path.exists():
-        # a worker may run in a temp dir; a relative spec was meant from the launching shell's
-        # directory, which child processes inherit as $PWD
-        launched_from = os.environ.get("PWD")
-        if launched_from and (Path(launched_from) / path).exists():
-            return Path(launched_from) / path
-    return path
+    """``spec`` as a worker in another directory must see it (a ``tritonbench:`` path made
+    absolute); a built-in spec comes back stripped."""
+    prefix, arg = parse_spec(spec)
+    canonical = source_module(prefix).canonical(arg)
+    return canonical if prefix == DEFAULT_SOURCE else f"{prefix}:{canonical}"
 
 
 def resolve_task(spec: str, name: str) -> Task:
-    """One task by name within ``spec`` (the way a worker process rebuilds it).
+    """One task by name within ``spec`` (the way a worker process rebuilds it), without
+    re-running the source's checks. For ``tritonbench:PATH``, ``name`` may be the operator
+    (``add``) or the task name (``tritonbench/add``)."""
+    prefix, arg = parse_spec(spec)
+    return source_module(prefix).rebuild(arg, name)
 
-    For ``tritonbench:PATH`` the operator is rebuilt without re-running the gold-vs-gold check;
-    ``name`` may be the operator (``add``) or the task name (``tritonbench/add``).
-    """
-    spec = spec.strip()
-    if spec.startswith(TRITONBENCH_PREFIX):
-        from live.tasks.tritonbench import tritonbench_task
 
-        return tritonbench_task(_tritonbench_path(spec), name)
-    task = builtin_task(name)
-    if spec != "builtin":
-        allowed = [part.strip() for part in spec.split(",") if part.strip()]
-        if name not in allowed:
-            raise ValueError(
-                f"task {name!r} is not in spec {spec!r}; it names: {', '.join(allowed)}."
-            )
-    return task
+@functools.lru_cache(maxsize=1024)
+def task_language(spec: str, name: str) -> str:
+    """The kernel language of task ``name`` in ``spec`` (``Task.language``), cheaply."""
+    prefix, arg = parse_spec(spec)
+    return source_module(prefix).language_of(arg, name)

@@ -1,9 +1,9 @@
 """In-process self-check: does a task's k0 (or any candidate source) match its reference?
 
-This is the trusting, in-process version used by the tests and by ``load_tritonbench``'s
-gold-vs-gold check; the evaluator (``live.evaluator``) runs the sandboxed one. Outputs are
-poisoned (NaN for floats, the dtype's minimum for integers) so unwritten elements fail, and
-tensor inputs are checked for mutation.
+This is the trusting, in-process version used by the tests and benchmarks; the evaluator
+(``live.evaluator``) runs the sandboxed one, and every gold-vs-gold check of a task suite goes
+through it. Both judge a call with the one comparator, ``live.evaluator.checks.check_call``
+(poisoned outputs, in-place inputs, mutation, dtype tolerances), so they agree.
 
 On ``cpu`` kernels run under Triton's interpreter (``TRITON_INTERPRET=1`` is set for the duration
 of the check) on ``task.cpu_shapes``; on ``cuda`` on ``task.test_shapes`` and ``task.perf_shapes``.
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from live.evaluator.checks import check_call, compare_values
 from live.tasks.base import Shape, Task
 from live.tasks.interpreter_compat import enable_interpreter_compat
 from live.tasks.loading import import_source
@@ -97,72 +98,39 @@ def _require_interpretable_triton() -> None:
         )
 
 
-def as_output_tuple(value: object) -> tuple[torch.Tensor, ...]:
-    """Normalise a reference's or operator's result to a tuple of tensors."""
-    if isinstance(value, torch.Tensor):
-        return (value,)
-    if isinstance(value, (tuple, list)):
-        return tuple(value)
-    raise TypeError(f"expected a tensor or a tuple of tensors, got {type(value).__name__}")
-
-
-def poisoned_like(tensor: torch.Tensor) -> torch.Tensor:
-    """An uninitialised-looking output: NaN for floating dtypes, the minimum value for integers."""
-    if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
-        return torch.full_like(tensor, float("nan"))
-    if tensor.dtype == torch.bool:
-        return torch.zeros_like(tensor)
-    return torch.full_like(tensor, torch.iinfo(tensor.dtype).min)
-
-
 def compare_outputs(
     task: Task, got: Sequence[torch.Tensor], expected: Sequence[torch.Tensor]
 ) -> str | None:
     """None when every output matches the reference within the task's dtype tolerance;
-    otherwise one sentence naming the first mismatch."""
+    otherwise one sentence naming the first mismatch (``live.evaluator.checks`` rules)."""
     if len(got) != len(expected):
         return f"expected {len(expected)} outputs, got {len(got)}"
     for index, (out, ref) in enumerate(zip(got, expected, strict=True)):
-        if not isinstance(out, torch.Tensor):
-            return f"output {index} is a {type(out).__name__}, not a tensor"
-        if out.shape != ref.shape or out.dtype != ref.dtype:
-            return (f"output {index} has shape {tuple(out.shape)} {out.dtype}, expected "
-                    f"{tuple(ref.shape)} {ref.dtype}")
-        atol, rtol = task.tolerance(str(ref.dtype))
-        # compared on the outputs' device: copying perf-sized outputs to the host is slow
-        out_f, ref_f = out.detach().double(), ref.detach().to(out.device).double()
-        close = torch.isclose(out_f, ref_f, atol=atol, rtol=rtol, equal_nan=False)
-        close |= torch.isnan(out_f) & torch.isnan(ref_f)
-        if not bool(close.all()):
-            bad = int((~close).sum())
-            first = tuple(int(i) for i in (~close).nonzero()[0])
-            return (f"output {index}: {bad} of {close.numel()} elements differ "
-                    f"(first at {first}: got {out_f[first].item():.6g}, "
-                    f"expected {ref_f[first].item():.6g}; atol={atol}, rtol={rtol})")
+        problem = compare_values(out, ref, task.tolerance, f"output {index}")
+        if problem is not None:
+            return problem
     return None
 
 
 def check_module(task: Task, module: object, shape: Shape, seed: int, device: str) -> str | None:
-    """Run a candidate module on one (shape, seed) and compare with the reference."""
+    """Run a candidate module on one (shape, seed) and compare with the reference (the
+    evaluator's ``check_call``: poisoned outputs, in-place inputs, mutation)."""
     inputs = task.make_inputs(shape, seed, device)
-    originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    expected = as_output_tuple(task.reference(*inputs))
-    outputs = tuple(poisoned_like(ref) for ref in expected) if task.call_style == "dps" else None
-    try:
-        got = task.call(module, inputs, outputs)  # type: ignore[arg-type]
+
+    def run(inputs_: tuple, outputs: list | None) -> tuple:
+        return task.call(module, inputs_, None if outputs is None else tuple(outputs))  # type: ignore[arg-type]
+
+    def synchronize() -> None:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
+
+    try:
+        failure = check_call(run, task.reference, inputs, task.tolerance, synchronize,
+                             destination_passing=task.call_style == "dps",
+                             call_context=task.call_context)
     except Exception as exc:  # a candidate's failure is an outcome, not a crash
         return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    mismatch = compare_outputs(task, got, expected)
-    if mismatch:
-        return mismatch
-    for index, (now, before) in enumerate(zip(inputs, originals, strict=True)):
-        if isinstance(now, torch.Tensor) and not torch.equal(now, before):
-            if not (now.dtype.is_floating_point and torch.equal(now.isnan(), before.isnan())
-                    and torch.equal(now.nan_to_num(), before.nan_to_num())):
-                return f"input {index} was modified"
-    return None
+    return None if failure is None else failure.message
 
 
 def selfcheck(

@@ -34,3 +34,15 @@ def test_wrong_operator_fails_its_own_test_code(evaluator: Evaluator) -> None:
     result = evaluator.evaluate(task.name, wrong, seed=0)
     assert result.status == "incorrect"
     assert "output 0" in result.error or "source check" in result.error
+
+
+def test_every_k0_that_passes_at_load_passes_the_evaluator(evaluator: Evaluator, tmp_path,
+                                                           monkeypatch) -> None:
+    from live.tasks.tritonbench import load_tritonbench
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    tasks, skipped = load_tritonbench(MINI, device="cpu")
+    assert len(tasks) >= 5 and skipped  # the fixture has both kinds
+    for task in tasks:
+        result = evaluator.evaluate(task.name, task.k0, seed=3)
+        assert result.status == "ok", (task.name, result.error)

@@ -1,0 +1,157 @@
+"""Run named functions in sandboxed evaluator workers, several in parallel (parent side), and
+serve them (worker side).
+
+A *call* is ``{"op": "call", "function": "live.pkg.mod.fn", "kwargs": {...}}``: the worker
+imports ``fn`` (only from kernelband's own ``live.`` package) and returns
+``fn(runner=..., workdir=..., **kwargs)``, a JSON-able dict with at least ``status``. This is how
+gold-vs-gold checks and plain-script runs of a benchmark's operators reach the workers: each in
+a process of its own, a crash, hang or CUDA fault confined to that worker, which is then
+replaced while the other workers go on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from live.evaluator.sandbox import WorkerProcess
+
+#: the package a call's function must come from
+CALLABLE_PREFIX = "live."
+
+
+@dataclass(frozen=True)
+class Call:
+    """One function call to run in a worker; `key` names it in the results."""
+
+    key: str
+    function: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 300.0
+
+
+def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str, Any]:
+    """Worker side: run one call; every exception becomes ``status: error`` and recycles the
+    worker (a failed benchmark script may have left CUDA or module state behind)."""
+    name = str(request.get("function", ""))
+    if not name.startswith(CALLABLE_PREFIX):
+        return {"status": "error", "error": f"refused call of {name!r}: not a kernelband "
+                f"function ({CALLABLE_PREFIX}*)", "recycle": False}
+    module_name, _, function_name = name.rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+        result = dict(function(runner=runner, workdir=workdir, **request.get("kwargs", {})))
+    except BaseException as exc:  # noqa: BLE001 - the call's failure is its result
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return {"status": "error", "error": last[:2000], "recycle": True}
+    result.setdefault("status", "ok")
+    return result
+
+
+def default_workers(device: str, n_calls: int) -> int:
+    """One worker per CPU core (compiling is CPU work) up to 16 on a GPU, 4 on a CPU."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cap = 16 if device == "cuda" else 4
+    return max(1, min(cap, cores or 1, n_calls))
+
+
+def run_calls(
+    calls: Sequence[Call],
+    *,
+    device: str,
+    workers: int | None = None,
+    memory_limit_mb: int | None = None,
+    startup_timeout_s: float = 300.0,
+    on_result: Callable[[Call, dict[str, Any]], None] | None = None,
+    env_extra: dict[str, str] | None = None,
+    follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run every call in a pool of sandboxed workers; the result dict of each, by key.
+
+    A worker that dies, hangs past the call's ``timeout_s`` or asks to be recycled is killed
+    and replaced; its call's result says what happened (``crashed`` / ``timeout``).
+    ``follow_up(call, result)`` may return another call to run in the same pool (a failed
+    check's plain-script run), so it overlaps the calls still pending instead of waiting for
+    all of them; its result is reported like the others.
+    """
+    if not calls:
+        return {}
+    n_workers = workers or default_workers(device, len(calls))
+    if memory_limit_mb is None:
+        memory_limit_mb = 16384 if device == "cpu" else 32768
+    pending: queue.Queue[Call] = queue.Queue()
+    for call in calls:
+        pending.put(call)
+    results: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def spawn() -> WorkerProcess:
+        return WorkerProcess(device=device, memory_limit_mb=memory_limit_mb,
+                             env_extra={"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})})
+
+    def serve() -> None:
+        worker: WorkerProcess | None = None
+        try:
+            while True:
+                try:
+                    call = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if worker is None or not worker.alive:
+                    worker = spawn()
+                call_started = time.perf_counter()
+                result, healthy = _one_call(worker, call, startup_timeout_s)
+                result["wall_s"] = time.perf_counter() - call_started
+                if not healthy:
+                    worker.kill()
+                    worker = None
+                with lock:
+                    results[call.key] = result
+                if on_result is not None:
+                    on_result(call, result)
+                then = follow_up(call, result) if follow_up is not None else None
+                if then is not None:
+                    pending.put(then)  # this thread is still serving, so it is picked up
+        finally:
+            if worker is not None:
+                worker.shutdown()
+
+    threads = [threading.Thread(target=serve, name=f"kb-isolated-{i}", daemon=True)
+               for i in range(n_workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _one_call(worker: WorkerProcess, call: Call,
+              startup_timeout_s: float) -> tuple[dict[str, Any], bool]:
+    """Send one call and wait for its result; (result, worker still healthy)."""
+    try:
+        worker.wait_ready(startup_timeout_s)
+    except RuntimeError as exc:
+        return {"status": "crashed", "error": str(exc)}, False
+    request = {"op": "call", "function": call.function, "kwargs": call.kwargs}
+    if not worker.send(request):
+        return {"status": "crashed", "error": worker._death().detail}, False
+    while True:
+        got = worker.receive(call.timeout_s)
+        if got.kind == "timeout":
+            return {"status": "timeout",
+                    "error": f"exceeded {call.timeout_s:g} s; worker killed"}, False
+        if got.kind == "died":
+            return {"status": "crashed", "error": got.detail}, False
+        if got.kind == "memory":
+            return {"status": "crashed", "error": f"memory limit exceeded: {got.detail}"}, False
+        tag, payload = got.message
+        if tag == "result":
+            return dict(payload), not payload.get("recycle", False)

@@ -1,0 +1,233 @@
+"""Load a benchmark's tasks behind a gold-vs-gold check: cached, isolated, parallel, reported.
+
+Format-independent (TritonBench-G uses it; the next benchmark format reuses it): a source
+describes each task as a ``CheckItem`` (its name, the bytes that decide its check, how to run it
+as a plain script) and says how to build a ``Task`` from the metadata its check returns.
+
+1. Each item's check result is looked up in the on-disk cache (``live.tasks.checkcache``).
+2. The rest are checked in sandboxed evaluator workers, several in parallel
+   (``live.evaluator.gold.gold_check_in_worker`` through ``live.evaluator.isolated``), with a
+   progress bar; a check that ran out of GPU memory beside the others is retried alone.
+3. Every item whose check failed is run once more the benchmark's own way (a plain script, in a
+   worker), so its skip reason says whether it also fails outside kernelband.
+4. Passing items become tasks; the others ``Skipped`` records with one reason each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from live.evaluator.isolated import Call, run_calls
+from live.tasks import checkcache
+from live.tasks.skips import Loaded, Skipped
+
+GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
+#: results of plain-script runs are keyed by this prefix and the item's name
+PLAIN_KEY = "plain-script:"
+#: NOTE (D66): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
+#: imported as two modules, in several workers) then tune once and run the same configuration,
+#: so gold vs gold compares like with like instead of two block sizes' rounding
+#: Each check worker may take up to 0.45 of the GPU's memory (KB_GPU_WORKERS=2 for the
+#: allocator cap, with CHECK_MEMORY_MB), not 1/16 as 16 evaluator workers would: on an H200, 60
+#: of 181 operators ran out of memory under 1/16 each with 80-120 GiB of the card free, and 10 of
+#: 135 under 0.225 (docs/benchmarks.md). Checks rarely peak together; a real out-of-memory is
+#: retried alone. KB_QUICK_AUTOTUNE: short autotuning benchmarks in check workers (D71).
+CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
+#: host memory per check worker (MB); with KB_GPU_WORKERS=2 it also lets each take up to 0.45 of
+#: the GPU (the worker caps its allocator at the smaller of this and 0.9 / KB_GPU_WORKERS): under
+#: 32 GB (0.225 of an H200) 10 of 135 operators ran out of memory with 40-96 GiB of the card free
+CHECK_MEMORY_MB = 65536
+#: a check that ran out of GPU memory (or past the worker's host-memory limit) beside the others
+#: is retried alone, allowed this much host memory and, through it, 0.7 of the GPU (TritonBench-G's
+#: `context_attn_nopad` makes 33 GB of inputs on the host)
+RETRY_WORKERS = 1
+RETRY_MEMORY_MB = 100000
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One task to check: `name` in the source, `task_name` as the worker resolves it,
+    `contents` (the bytes its check depends on), and the plain-script call, if any."""
+
+    name: str
+    task_name: str
+    contents: tuple[bytes, ...]
+    plain_script: Call | None = None
+    #: a guess at the check's cost (bigger first): a pool that starts the slow checks first
+    #: ends sooner than one that meets them last (the load's wall time is its slowest worker's)
+    cost_hint: float = 0.0
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def checked_load(
+    task_spec: str,
+    items: Sequence[CheckItem],
+    options: Any,
+    *,
+    describe: str,
+    build: Callable[[CheckItem, Any], Any],
+) -> Loaded:
+    """The tasks of `items` whose gold check passes, and a ``Skipped`` for each other one.
+
+    `describe` is the ``live.`` function a worker calls on the built task to get the metadata
+    `build(item, meta)` needs in this process; `options` a ``LoadOptions``.
+    """
+    started = time.perf_counter()
+    device = resolve_device(getattr(options, "device", "auto") or "auto")
+    use_cache = getattr(options, "use_cache", True)
+    timeout_s = float(getattr(options, "timeout_s", 300.0))
+    env = checkcache.environment(device)
+    keys = {item.name: checkcache.entry_key(list(item.contents), env) for item in items}
+    records: dict[str, dict[str, Any]] = {}
+    if use_cache:
+        for item in items:
+            cached = checkcache.read(keys[item.name])
+            if cached is not None:
+                records[item.name] = cached
+    todo = sorted((item for item in items if item.name not in records),
+                  key=lambda item: -item.cost_hint)  # stable: equal hints keep their order
+
+    def keep(name: str, record: dict[str, Any]) -> None:  # as each check ends: a killed load
+        records[name] = record                            # keeps what it had done
+        checkcache.write(keys[name], record)
+
+    # failures cached before their plain-script run finished get that run now
+    unexplained = [item for item in items if item.name in records
+                   and not records[item.name]["passed"]
+                   and records[item.name].get("plain_script") is None
+                   and item.plain_script is not None]
+    _check(task_spec, todo, unexplained, records, keep, device, options, describe, timeout_s)
+    tasks, skipped = [], []
+    for item in items:
+        record = records[item.name]
+        if record["passed"]:
+            try:
+                tasks.append(build(item, record["meta"]))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a cached entry that no longer builds
+                record = {**record, "reason": f"could not build the task from its check: "
+                                              f"{type(exc).__name__}: {exc}"}
+        skipped.append(Skipped(item.name, record["reason"], record.get("plain_script")))
+    stats = {"device": device, "device_name": env["device_name"], "operators": len(items),
+             "passed": len(tasks), "checked": len(todo), "cached": len(items) - len(todo),
+             "seconds": time.perf_counter() - started}
+    return Loaded(tasks, skipped, stats)
+
+
+def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[CheckItem],
+           records: dict[str, dict[str, Any]], keep: Callable[[str, dict[str, Any]], None],
+           device: str, options: Any, describe: str, timeout_s: float) -> None:
+    """Gold-check `items` in workers; the plain script of every failed one (and of
+    `unexplained`, failures checked earlier) runs in the same pool as soon as its check fails;
+    `keep(name, record)` as each result comes."""
+    if not items and not unexplained:
+        return
+    started = time.perf_counter()
+    by_name = {item.name: item for item in [*items, *unexplained]}
+    calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
+                                          "describe": describe}, timeout_s)
+             for item in items]
+    workers = getattr(options, "workers", None)
+
+    plain_calls = {PLAIN_KEY + item.name: Call(PLAIN_KEY + item.name, item.plain_script.function,
+                                               item.plain_script.kwargs,
+                                               item.plain_script.timeout_s)
+                   for item in by_name.values() if item.plain_script is not None}
+
+    def done(call: Call, result: dict[str, Any]) -> None:
+        if call.key.startswith(PLAIN_KEY):
+            name = call.key.removeprefix(PLAIN_KEY)
+            keep(name, {**records[name], "plain_script": _plain_outcome(result)})
+        else:
+            passed = result.get("status") == "ok"
+            keep(call.key, {"name": call.key, "passed": passed, "status": result.get("status"),
+                            "reason": None if passed else _reason(result), "plain_script": None,
+                            "meta": result.get("meta"), "check_s": result.get("check_s"),
+                            "wall_s": result.get("wall_s"),
+                            "finished_at_s": time.perf_counter() - started})
+        bar.update(1)
+
+    def plain_script_of_failure(call: Call, result: dict[str, Any],
+                                retried: bool = False) -> Call | None:
+        """A failed check's plain-script run, queued at once in the same pool (a check out of
+        memory is retried first, below, and explained after that)."""
+        if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok" or (
+                _oom(result) and not retried):
+            return None
+        bar.total += 1
+        return plain_calls.get(PLAIN_KEY + call.key)
+
+    with _progress(len(calls) + len(unexplained), getattr(options, "progress", False),
+                   "gold checks (and plain scripts of failures)") as bar:
+        first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
+        results = run_calls(first, device=device, workers=workers, on_result=done,
+                            memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
+                            follow_up=plain_script_of_failure)
+        # a check that ran out of memory beside 15 others is retried alone, with room for more
+        # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU)
+        oom = [c for c in calls if _oom(results[c.key])]
+        if oom:
+            bar.total += len(oom)
+            bar.set_description("gold checks out of memory, again with fewer beside them")
+            run_calls(oom, device=device, workers=min(RETRY_WORKERS, len(oom)), on_result=done,
+                      memory_limit_mb=RETRY_MEMORY_MB,
+                      env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
+                      follow_up=lambda call, result: plain_script_of_failure(
+                          call, result, retried=True))
+
+
+def _oom(result: dict[str, Any]) -> bool:
+    """Out of GPU memory, or killed past the worker's host-memory limit."""
+    error = str(result.get("error"))
+    return "out of memory" in error or "memory limit exceeded" in error
+
+
+def _reason(result: dict[str, Any]) -> str:
+    status, error = result.get("status"), " ".join(str(result.get("error") or "").split())
+    if status == "build_error":
+        return error
+    if status == "nondeterministic":
+        return f"gold-vs-gold check failed: {error}"
+    return f"gold-vs-gold check failed ({status}): {error}"
+
+
+def _plain_outcome(result: dict[str, Any]) -> str:
+    if result.get("status") == "ok":
+        return "passes"
+    error = " ".join(str(result.get("error") or "").split())
+    return f"fails: {result.get('status')}: {error}"[:500]
+
+
+class _NoBar:
+    total = 0
+
+    def update(self, n: int) -> None:
+        pass
+
+    def set_description(self, text: str) -> None:
+        pass
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _progress(total: int, show: bool, description: str) -> Any:
+    if not show:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, unit="op", dynamic_ncols=True)

@@ -1,0 +1,118 @@
+"""TritonBench-G adapter: a TritonBench-G checkout (or the KernelBand authors' corrected copy) as
+kernelband tasks.
+
+Split by role:
+
+- ``format``: the file format (operator files, performance scripts, discovery, retargeting);
+- ``operator``: one operator as a ``Task`` (inputs via ``to_cuda``, seeded test code, the
+  reference, ``result_gold`` comparison, the metadata a cached load builds from);
+- ``script``: running an operator file as a plain script, in a worker;
+- this module: loading a folder behind gold-vs-gold checks, through the format-independent
+  ``live.tasks.checked_load`` (checks in parallel sandboxed workers, on-disk cache, skip report).
+
+``load_tritonbench(path)`` returns the operators that pass their gold-vs-gold check on this
+machine (GPU if available, else the CPU interpreter on the two smallest inputs) and, as
+``skipped``, each failure with its reason (and whether the operator also fails as a plain script)
+instead of silently counting them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from live.evaluator.isolated import Call
+from live.tasks.base import Task
+from live.tasks.checked_load import CheckItem, checked_load
+from live.tasks.skips import Loaded
+from live.tasks.tritonbench.format import (
+    NAME_PREFIX,
+    PERF_SUFFIX,
+    SEPARATOR,
+    OperatorSource,
+    discover,
+    performance_utils_path,
+    retarget,
+    split_operator_file,
+)
+from live.tasks.tritonbench.operator import (
+    OperatorMeta,
+    code_part,
+    compare_results,
+    flatten_outputs,
+    make_inputs,
+    move_entry,
+    operator_meta,
+    seeded_rng,
+    tritonbench_task,
+)
+
+__all__ = ["NAME_PREFIX", "PERF_SUFFIX", "SEPARATOR", "OperatorMeta", "OperatorSource",
+           "code_part", "compare_results", "describe_task", "discover", "flatten_outputs",
+           "load_checked", "load_tritonbench", "make_inputs", "move_entry", "operator_meta",
+           "retarget", "seeded_rng", "split_operator_file", "tritonbench_task"]
+
+#: the plain-script run of an operator, in a worker
+PLAIN_SCRIPT = "live.tasks.tritonbench.script.run_plain_script"
+#: seconds a plain-script run may take (the benchmark's own scripts took 4-30 s on an H200)
+PLAIN_SCRIPT_TIMEOUT_S = 60.0
+
+
+def describe_task(task: Task) -> dict[str, Any]:
+    """Worker side: the ``OperatorMeta`` a parent builds ``task`` from, as a dict."""
+    path = task.source.removeprefix("tritonbench:")
+    return operator_meta(path, task.name.removeprefix(NAME_PREFIX)).to_dict()
+
+
+def _item(source: OperatorSource) -> CheckItem:
+    contents = [source.operator_path.read_bytes()]
+    if source.perf_path is not None:
+        contents.append(source.perf_path.read_bytes())
+        utils = performance_utils_path(source.perf_path.parent)
+        contents.append(utils.read_bytes() if utils is not None else b"")
+    plain = Call(f"{source.op}", PLAIN_SCRIPT, {"operator_path": str(source.operator_path)},
+                 PLAIN_SCRIPT_TIMEOUT_S)
+    return CheckItem(source.op, NAME_PREFIX + source.op, tuple(contents), plain,
+                     cost_hint=check_cost_hint(contents[0].decode("utf-8", "replace")))
+
+
+def check_cost_hint(operator_code: str) -> float:
+    """How slow an operator's gold check is likely to be, to start the slow ones first: an
+    autotuned kernel is benchmarked on every configuration for every performance input (on an
+    H200 every check that hit the 120 s limit autotuned), so 1 + its written-out configs."""
+    if "autotune" not in operator_code:
+        return 1.0
+    return 2.0 + operator_code.count("Config(")
+
+
+def load_checked(path: Path, options: Any = None, ops: Sequence[str] | None = None) -> Loaded:
+    """Every operator under ``path`` behind its gold-vs-gold check (``LoadOptions``: device,
+    cache, progress, workers, timeout)."""
+    from live.tasks.sources import LoadOptions
+
+    path = Path(path).resolve()
+    sources = [s for s in discover(path) if ops is None or s.op in ops]
+    items = [_item(source) for source in sources]
+
+    def build(item: CheckItem, meta: dict[str, Any]) -> Task:
+        return tritonbench_task(path, item.name, OperatorMeta.from_dict(meta))
+
+    return checked_load(f"tritonbench:{path}", items, options or LoadOptions(),
+                        describe="live.tasks.tritonbench.describe_task", build=build)
+
+
+def load_tritonbench(
+    path: Path | str, device: str | None = None, ops: Sequence[str] | None = None,
+    *, use_cache: bool = True, workers: int | None = None,
+) -> tuple[list[Task], list[tuple[str, str]]]:
+    """Every operator under ``path`` that passes its gold-vs-gold check on ``device`` (default:
+    cuda when available, else cpu), and ``skipped``: ``(op, reason)`` for each one that does not
+    (no performance script, a script or test that fails, gold outputs that disagree with
+    themselves, a crash), the reason ending with the plain-script outcome. ``ops`` restricts
+    loading to those operators."""
+    from live.tasks.sources import LoadOptions
+
+    options = LoadOptions(device=device or "auto", use_cache=use_cache, workers=workers)
+    loaded = load_checked(Path(path), options, ops)
+    return loaded.tasks, loaded.skipped_pairs

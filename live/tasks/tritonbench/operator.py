@@ -1,0 +1,375 @@
+"""One TritonBench-G operator as a kernelband ``Task`` (worker and parent side).
+
+Each operator with both files becomes a ``Task`` named ``tritonbench/<op>`` with
+``call_style="returns"``: the gold code (above the separator, plus its test code's imports) is
+both ``k0`` and the reference; a candidate is a whole operator file (any test code in it is
+ignored). One performance input is one shape, ``{"index": i}``; the candidate must match the gold
+outputs on it (``task.run`` calls the perf script's ``call_op`` with the candidate's functions
+bound in; inputs the gold code writes are outputs, see ``live.evaluator.checks``), and
+``task.source_check`` runs the operator's own test code against the candidate and compares its
+``result_gold`` with the gold code's (``compare_values``, dtype tolerances). Both runs of the
+test code start from the same seeded RNG state (Python ``random``, NumPy, torch CPU and CUDA),
+so the comparison is like with like; so do the checked calls of ``call_op`` (many operators
+draw their own random inputs inside the call), but not the timed ones. Byte and FLOP counts
+come from ``get_gbps`` and ``get_tflops`` evaluated at a runtime of 1 ms.
+
+Inputs are made on the CPU by ``get_input_tensors()`` under a seeded RNG state (restored
+afterwards) and moved to the GPU with the script's own ``to_cuda`` (nested entries and module
+objects included); on the CPU they are moved recursively.
+
+What the parent needs to build a task without running anything (``OperatorMeta``: number of
+inputs, their sizes, byte/FLOP tables) is computed once in a worker and cached with the gold
+check's result, so a cached load executes no operator code in the loading process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from live.evaluator.checks import compare_values
+from live.evaluator.run_candidate import PERF_SEED
+from live.tasks.base import DEFAULT_TOLERANCES, Task
+from live.tasks.loading import import_source
+from live.tasks.tritonbench.format import (
+    NAME_PREFIX,
+    PERF_SUFFIX,
+    imported_names,
+    module_code,
+    operator_source,
+    perf_class,
+    retarget,
+    split_operator_file,
+)
+
+#: tiny inputs checked on the CPU (and, with several seeds, on a GPU)
+_CPU_SHAPES = 2
+#: the seed of the RNG state the operator's test code runs under (gold and candidate alike)
+TEST_CODE_SEED = 0
+
+
+@contextlib.contextmanager
+def seeded_rng(seed: int) -> Iterator[None]:
+    """Seed Python ``random``, NumPy and torch (CPU and CUDA) for the benchmark's own code, and
+    restore their states afterwards.
+
+    The benchmark's scripts draw from the global generators (they are not ours to change), so
+    this is the one place kernelband touches global random state, and it puts it back.
+    """
+    import numpy as np
+
+    py_state, np_state = random.getstate(), np.random.get_state()
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    devices = list(range(torch.cuda.device_count())) if cuda else []
+    with torch.random.fork_rng(devices=devices):
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)  # every CUDA device's generator too
+        try:
+            yield
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
+
+
+@contextlib.contextmanager
+def filled_uninitialised_memory() -> Iterator[None]:
+    """``torch.empty`` (and its kin) filled with NaN / the integer maximum, and torch's
+    deterministic algorithms (warnings, not errors, where an op has none), restored afterwards.
+
+    NOTE (D69): many operators return buffers from ``torch.empty`` that their kernels write only
+    in part (padding rows, masked tails); two runs of the same gold code then hold two different
+    leftovers there and "disagree". Filled, both hold NaN, and NaN in the gold output means
+    "anything" to the comparison (``live.evaluator.checks.compare_output``), so a candidate that
+    writes those elements is not penalised. Checked calls only, never timed ones.
+    """
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+@contextlib.contextmanager
+def checked_state(seed: int = 0) -> Iterator[None]:
+    """What every checked run of an operator's code starts from (gold and candidate alike): one
+    seeded RNG state and filled uninitialised memory."""
+    with seeded_rng(seed), filled_uninitialised_memory():
+        yield
+
+
+@dataclass(frozen=True)
+class OperatorMeta:
+    """What building an operator's task needs from its performance script (JSON-able)."""
+
+    n_inputs: int
+    is_sequence: bool
+    smallest: tuple[int, ...]
+    bytes_table: dict[int, int]
+    flops_table: dict[int, int]
+    entry_functions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OperatorMeta:
+        return cls(n_inputs=int(data["n_inputs"]), is_sequence=bool(data["is_sequence"]),
+                   smallest=tuple(data["smallest"]),
+                   bytes_table={int(k): int(v) for k, v in data["bytes_table"].items()},
+                   flops_table={int(k): int(v) for k, v in data["flops_table"].items()},
+                   entry_functions=tuple(data["entry_functions"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# the task's callables (top-level functions, bound with functools.partial)
+
+
+@functools.lru_cache(maxsize=64)
+def _gold_module(path: str, op: str) -> ModuleType:
+    source = operator_source(path, op)
+    return import_source(module_code(source.code, source.test_code), f"tb_gold_{op}")
+
+
+def _perf_instance(path: str, op: str, module: ModuleType, device: str) -> Any:
+    """The perf object bound to ``module``, cached on the module (one per device)."""
+    attribute = f"_kb_perf_{op}_{device.replace(':', '_')}"
+    instance = getattr(module, attribute, None)
+    if instance is None:
+        instance = perf_class(operator_source(path, op), module, device)()
+        setattr(module, attribute, instance)
+    return instance
+
+
+@functools.lru_cache(maxsize=2)
+def _cpu_inputs(path: str, op: str, seed: int) -> tuple[list[Any], bool]:
+    """All performance inputs for ``seed`` on the CPU, and whether entries are sequences."""
+    return _generate_inputs(path, op, seed)
+
+
+@functools.lru_cache(maxsize=16)
+def _small_cpu_inputs(path: str, op: str, seed: int) -> tuple[dict[int, Any], bool]:
+    """The ``_CPU_SHAPES`` smallest performance inputs for ``seed`` (the test shapes), by index.
+
+    The evaluator checks the test shapes with several seeds per candidate and every perf shape
+    with one (``PERF_SEED``); the script can only make all its inputs at once (1.6-5.7 s on the
+    CPU for the big operators), so for the other seeds only the small entries are kept: each
+    seed's inputs are made once per worker instead of once per check, and the perf seed's full
+    set stays cached."""
+    entries, is_sequence = _generate_inputs(path, op, seed)
+    return {index: entries[index] for index in _smallest(entries)}, is_sequence
+
+
+def _smallest(entries: list[Any]) -> list[int]:
+    """Indices of the ``_CPU_SHAPES`` entries with the fewest tensor elements, ascending."""
+    sizes = [sum(x.numel() for x in flatten_outputs(e) if isinstance(x, torch.Tensor))
+             for e in entries]
+    return sorted(sorted(range(len(entries)), key=lambda index: sizes[index])[:_CPU_SHAPES])
+
+
+def _generate_inputs(path: str, op: str, seed: int) -> tuple[list[Any], bool]:
+    perf = _perf_instance(path, op, _gold_module(path, op), "cpu")
+    with seeded_rng(seed):
+        perf.get_input_tensors()
+    entries = list(perf.input_tensors)
+    perf.input_tensors = []
+    if not entries:
+        raise ValueError(f"{operator_source(path, op).perf_path}: get_input_tensors() produced "
+                         "no inputs.")
+    return entries, isinstance(entries[0], (tuple, list))
+
+
+def move_entry(entry: Any, device: str, perf: Any = None) -> Any:
+    """One performance input on ``device``: the script's ``to_cuda`` on a GPU when it has one,
+    else every tensor in the (nested) entry moved."""
+    if device.startswith("cuda") and perf is not None:
+        try:
+            return perf.to_cuda(entry)
+        except NotImplementedError:
+            pass
+    if isinstance(entry, torch.Tensor):
+        return entry.to(device)
+    if isinstance(entry, (tuple, list)):
+        return type(entry)(move_entry(x, device) for x in entry)
+    if isinstance(entry, dict):
+        return {key: move_entry(value, device) for key, value in entry.items()}
+    if isinstance(entry, torch.nn.Module):
+        return entry.to(device)
+    return entry
+
+
+def make_inputs(path: str, op: str, shape: dict[str, int], seed: int, device: str) -> tuple:
+    """Performance input number ``shape["index"]`` as a tuple (moved to ``device``)."""
+    index = shape["index"]
+    small, is_sequence = ({}, False) if seed == PERF_SEED else _small_cpu_inputs(path, op, seed)
+    if index in small:
+        entry = small[index]
+    else:
+        entries, is_sequence = _cpu_inputs(path, op, seed)
+        entry = entries[index]
+    perf = _perf_instance(path, op, _gold_module(path, op), device) \
+        if device.startswith("cuda") else None
+    moved = move_entry(entry, device, perf)
+    return tuple(moved) if is_sequence else (moved,)
+
+
+def run_operator(path: str, op: str, is_sequence: bool, module: ModuleType, inputs: tuple) -> tuple:
+    """Call the perf script's ``call_op`` with ``module``'s functions; outputs as a tuple."""
+    device = next((x.device.type for x in flatten_outputs(inputs)
+                   if isinstance(x, torch.Tensor)), "cpu")
+    perf = _perf_instance(path, op, module, device)
+    return flatten_outputs(perf.call_op(inputs if is_sequence else inputs[0]))
+
+
+def reference(path: str, op: str, is_sequence: bool, *inputs: Any) -> tuple:
+    """The gold operator's outputs."""
+    return run_operator(path, op, is_sequence, _gold_module(path, op), inputs)
+
+
+def flatten_outputs(value: Any) -> tuple:
+    """The leaves of a (nested) result in order: tensors, and anything else as it is (numbers,
+    strings, None, NumPy arrays) for ``compare_values``."""
+    if isinstance(value, (tuple, list)):
+        return tuple(t for item in value for t in flatten_outputs(item))
+    if isinstance(value, dict):
+        return tuple(t for key in value for t in flatten_outputs(value[key]))
+    return (value,)
+
+
+def result_gold_of(code: str, test_code: str, device: str, stem: str) -> Any:
+    """Run ``code`` followed by the (retargeted) test code under the seeded RNG state; return
+    its ``result_gold``."""
+    with checked_state(TEST_CODE_SEED):
+        module = import_source(code + "\n\n" + retarget(test_code, device) + "\n", stem)
+    if not hasattr(module, "result_gold"):
+        raise ValueError("the test code defines no result_gold")
+    return module.result_gold
+
+
+@functools.lru_cache(maxsize=8)
+def _gold_result(path: str, op: str, device: str) -> Any:
+    source = operator_source(path, op)
+    return result_gold_of(source.code, source.test_code, device, f"tb_goldtest_{op}")
+
+
+def _default_tolerance(dtype_name: str) -> tuple[float, float]:
+    return DEFAULT_TOLERANCES.get(dtype_name.removeprefix("torch."), (1e-5, 1e-5))
+
+
+def compare_results(got: Any, expected: Any, where: str = "result_gold") -> str | None:
+    """None when two nested results agree (``live.evaluator.checks.compare_values``)."""
+    return compare_values(got, expected, _default_tolerance, where)
+
+
+def code_part(candidate_source: str) -> str:
+    """What to import for a candidate: the code above the separator of a whole operator file,
+    plus its test code's imports (all of it without a separator)."""
+    split = split_operator_file(candidate_source)
+    return module_code(*split) if split else candidate_source
+
+
+def source_check(path: str, op: str, candidate_source: str, device: str) -> str | None:
+    """Run the operator's test code on the candidate; compare ``result_gold`` with the gold's."""
+    split = split_operator_file(candidate_source)
+    code = split[0] if split else candidate_source
+    source = operator_source(path, op)
+    expected = _gold_result(path, op, device)
+    try:
+        got = result_gold_of(code, source.test_code, device, f"tb_candtest_{op}")
+    except Exception as exc:
+        return f"the operator's test code raised {type(exc).__name__}: {exc}"
+    return compare_results(got, expected)
+
+
+def release_caches() -> None:
+    """Drop the operators' inputs made on the CPU and their test code's results (a check
+    worker's next check is another operator's; the modules stay, they are small)."""
+    _cpu_inputs.cache_clear()
+    _small_cpu_inputs.cache_clear()
+    _gold_result.cache_clear()
+
+
+def _table_lookup(table: dict[int, int], shape: dict[str, int]) -> int:
+    return table[shape["index"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# building
+
+
+def operator_meta(path: Path | str, op: str) -> OperatorMeta:
+    """Run the performance script's ``get_input_tensors`` (CPU) and throughput formulas once."""
+    path_str = str(Path(path).resolve())
+    source = operator_source(path_str, op)
+    if source.perf_path is None:
+        raise ValueError(f"operator {op!r} has no {op}{PERF_SUFFIX} performance script.")
+    entries, is_sequence = _cpu_inputs(path_str, op, 0)
+    perf = _perf_instance(path_str, op, _gold_module(path_str, op), "cpu")
+    bytes_table, flops_table = {}, {}
+    for index, entry in enumerate(entries):
+        try:
+            bytes_table[index] = int(round(perf.get_gbps(entry, 1.0) * 1e6))
+            flops_table[index] = int(round(perf.get_tflops(entry, 1.0) * 1e9))
+        except Exception:  # a script without usable throughput formulas: no roofline figures
+            bytes_table, flops_table = {}, {}
+            break
+    return OperatorMeta(len(entries), is_sequence, tuple(_smallest(entries)), bytes_table,
+                        flops_table, tuple(imported_names(source)))
+
+
+def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = None) -> Task:
+    """The task for one operator (``add`` or ``tritonbench/add``), without the gold check.
+
+    Without ``meta`` the performance script runs here (a worker); with it (from the check
+    cache) nothing of the operator runs.
+    """
+    path_str = str(Path(path).resolve())
+    op = name.removeprefix(NAME_PREFIX)
+    source = operator_source(path_str, op)
+    if meta is None:
+        meta = operator_meta(path_str, op)
+    shapes = [{"index": index} for index in range(meta.n_inputs)]
+    small = [shapes[index] for index in meta.smallest]
+    entry_functions = list(meta.entry_functions)
+    return Task(
+        name=NAME_PREFIX + op,
+        description=f"TritonBench-G operator {op!r} ({source.operator_path.name}). A candidate "
+        "is a whole operator file that keeps the gold code's public functions and signatures: "
+        f"{', '.join(entry_functions) or op}.",
+        category="tritonbench",
+        entry=entry_functions[0] if entry_functions else op,
+        k0=module_code(source.code, source.test_code),
+        reference=functools.partial(reference, path_str, op, meta.is_sequence),
+        make_inputs=functools.partial(make_inputs, path_str, op),
+        # the smallest inputs double as test shapes, so a GPU checks them with several seeds
+        test_shapes=small,
+        perf_shapes=shapes,
+        cpu_shapes=small,
+        bytes_moved=functools.partial(_table_lookup, meta.bytes_table)
+        if meta.bytes_table else None,
+        flops=functools.partial(_table_lookup, meta.flops_table) if meta.flops_table else None,
+        source=f"tritonbench:{path_str}",
+        call_style="returns",
+        run=functools.partial(run_operator, path_str, op, meta.is_sequence),
+        source_check=functools.partial(source_check, path_str, op),
+        prepare_source=code_part,
+        language="triton",
+        # operators that draw their own random inputs inside the call (many do: `wrapper(m, n)`
+        # makes a torch.randn matrix) compare like with like only from one RNG state; outputs
+        # written in part compare like with like only from filled memory (D69)
+        call_context=functools.partial(checked_state, TEST_CODE_SEED),
+        release=release_caches,
+    )

@@ -1,0 +1,138 @@
+"""The format-independent gold-check loader: order of checks, out-of-memory retries, plain
+scripts (the worker pool replaced by a recording fake, so no worker starts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from live.evaluator.isolated import Call
+from live.tasks import checked_load as cl
+from live.tasks.sources import LoadOptions
+from live.tasks.tritonbench import check_cost_hint
+
+
+class FakePool:
+    """Stands in for ``run_calls``: records each pool's calls and arguments, answers from
+    ``outcomes[pass][key]`` (default ok), and runs follow-ups as the real pool does."""
+
+    def __init__(self, outcomes: list[dict[str, dict[str, Any]]]):
+        self.outcomes = outcomes
+        self.pools: list[dict[str, Any]] = []
+
+    def __call__(self, calls, *, device, workers=None, memory_limit_mb=None, on_result=None,
+                 env_extra=None, follow_up=None, **_: Any) -> dict[str, dict[str, Any]]:
+        answers = self.outcomes[len(self.pools)] if len(self.pools) < len(self.outcomes) else {}
+        pool = {"keys": [], "workers": workers, "memory_limit_mb": memory_limit_mb,
+                "env": dict(env_extra or {})}
+        self.pools.append(pool)
+        results: dict[str, dict[str, Any]] = {}
+        queue = list(calls)
+        while queue:
+            call = queue.pop(0)
+            pool["keys"].append(call.key)
+            result = dict(answers.get(call.key, {"status": "ok", "meta": {"n": 1}}))
+            results[call.key] = result
+            on_result(call, result)
+            then = follow_up(call, result) if follow_up is not None else None
+            if then is not None:
+                queue.append(then)
+        return results
+
+
+def _items(hints: dict[str, float]) -> list[cl.CheckItem]:
+    return [cl.CheckItem(name, f"t/{name}", (name.encode(),),
+                         Call(name, "live.x.plain", {}, 1.0), cost_hint=hint)
+            for name, hint in hints.items()]
+
+
+def _load(monkeypatch, tmp_path, pool: FakePool, hints: dict[str, float]):
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cl, "run_calls", pool)
+    return cl.checked_load("fake:spec", _items(hints), LoadOptions(device="cpu"),
+                           describe="live.x.describe", build=lambda item, meta: item.name)
+
+
+def test_slow_looking_checks_start_first(monkeypatch, tmp_path) -> None:
+    pool = FakePool([])
+    loaded = _load(monkeypatch, tmp_path, pool, {"a": 1.0, "tuned": 12.0, "b": 1.0, "c": 3.0})
+    # biggest hint first, equal hints in the source's order; the tasks keep the source's order
+    assert pool.pools[0]["keys"] == ["tuned", "c", "a", "b"]
+    assert loaded.tasks == ["a", "tuned", "b", "c"]
+
+
+def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:
+    oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory"}
+    host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit"}
+    pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"}},
+                     {"host": oom}])
+    loaded = _load(monkeypatch, tmp_path, pool, {"ok": 1.0, "big": 1.0, "host": 1.0,
+                                                 "bad": 1.0})
+    first, retry = pool.pools
+    # only the real failure's plain script runs in the first pool, right after its check
+    assert first["keys"] == ["ok", "big", "host", "bad", cl.PLAIN_KEY + "bad"]
+    # both memory failures again, fewer workers, more host memory and a bigger GPU share each
+    assert retry["keys"][:2] == ["big", "host"]
+    assert retry["workers"] == cl.RETRY_WORKERS
+    assert retry["memory_limit_mb"] == cl.RETRY_MEMORY_MB > 32768
+    assert retry["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
+    assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < retry["memory_limit_mb"]
+    assert retry["env"]["TRITON_CACHE_AUTOTUNING"] == "1"
+    # an operator out of memory even then gets its plain-script run, like any other failure
+    assert retry["keys"][2:] == [cl.PLAIN_KEY + "host"]
+    assert sorted(loaded.tasks) == ["big", "ok"]
+    reasons = {s.op: s for s in loaded.skipped}
+    assert "out of memory" in reasons["host"].reason
+    assert reasons["host"].plain_script == "passes" and reasons["bad"].plain_script == "passes"
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("@triton.jit\ndef k(x): pass\n", 1.0),
+    ("@triton.autotune(configs=[triton.Config({'B': 1}), triton.Config({'B': 2})], key=[])\n",
+     4.0),
+])
+def test_autotuned_operators_look_costlier(code: str, expected: float) -> None:
+    assert check_cost_hint(code) == expected
+
+
+def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+
+    from live.evaluator.gold import gold_check_in_worker
+    from live.evaluator.run_candidate import CandidateRunner
+    from live.evaluator.worker import _device_info
+    from live.tasks.tritonbench import operator
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    mini = (Path(__file__).parent / "fixtures" / "tritonbench_mini").resolve()
+    runner = CandidateRunner("cpu", _device_info("cpu"))
+    operator._cpu_inputs.cache_clear()
+    result = gold_check_in_worker(runner, tmp_path, f"tritonbench:{mini}", "tritonbench/add",
+                                  describe="live.tasks.tritonbench.describe_task")
+    assert result["status"] == "ok" and result["meta"]["n_inputs"] >= 2
+    # the next check in this worker is another operator's: nothing of this one is kept
+    assert operator._cpu_inputs.cache_info().currsize == 0
+    assert runner._inputs.held == 0
+
+
+def test_check_workers_autotune_quickly(monkeypatch) -> None:
+    import triton.testing
+
+    from live.evaluator.gold import QUICK_AUTOTUNE_MS, install_quick_autotune
+
+    asked: list[dict[str, Any]] = []
+
+    def recording_do_bench(fn, **kwargs):  # stands in for Triton's benchmarker
+        asked.append(kwargs)
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(triton.testing, "do_bench", recording_do_bench)
+    assert install_quick_autotune() and install_quick_autotune()  # idempotent
+    # the autotuner's call (driver benchmarker) and the deprecated interface's, positional too
+    triton.testing.do_bench(lambda: None, quantiles=(0.5, 0.2, 0.8))
+    triton.testing.do_bench(lambda: None, 25, 100, None, (0.5,))
+    assert asked == [{"quantiles": (0.5, 0.2, 0.8), "warmup": QUICK_AUTOTUNE_MS,
+                      "rep": QUICK_AUTOTUNE_MS},
+                     {"grad_to_none": None, "quantiles": (0.5,), "warmup": QUICK_AUTOTUNE_MS,
+                      "rep": QUICK_AUTOTUNE_MS}]
