@@ -98,9 +98,10 @@ def checked_load(
     todo = sorted((item for item in items if item.name not in records),
                   key=lambda item: -item.cost_hint)  # stable: equal hints keep their order
 
-    def keep(name: str, record: dict[str, Any]) -> None:  # as each check ends: a killed load
-        records[name] = record                            # keeps what it had done
-        checkcache.write(keys[name], record)
+    def keep(name: str, record: dict[str, Any], persist: bool = True) -> None:
+        records[name] = record  # as each check ends: a killed load keeps what it had done,
+        if persist:             # but not a result still to be retried (out of memory)
+            checkcache.write(keys[name], record)
 
     # failures cached before their plain-script run finished get that run now
     unexplained = [item for item in items if item.name in records
@@ -126,7 +127,7 @@ def checked_load(
 
 
 def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[CheckItem],
-           records: dict[str, dict[str, Any]], keep: Callable[[str, dict[str, Any]], None],
+           records: dict[str, dict[str, Any]], keep: Callable[..., None],
            device: str, options: Any, describe: str, timeout_s: float) -> None:
     """Gold-check `items` in workers; the plain script of every failed one (and of
     `unexplained`, failures checked earlier) runs in the same pool as soon as its check fails;
@@ -145,7 +146,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                                                item.plain_script.timeout_s)
                    for item in by_name.values() if item.plain_script is not None}
 
-    def done(call: Call, result: dict[str, Any]) -> None:
+    def done(call: Call, result: dict[str, Any], retried: bool = False) -> None:
         if call.key.startswith(PLAIN_KEY):
             name = call.key.removeprefix(PLAIN_KEY)
             keep(name, {**records[name], "plain_script": _plain_outcome(result)})
@@ -155,7 +156,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                             "reason": None if passed else _reason(result), "plain_script": None,
                             "meta": result.get("meta"), "check_s": result.get("check_s"),
                             "wall_s": result.get("wall_s"),
-                            "finished_at_s": time.perf_counter() - started})
+                            "finished_at_s": time.perf_counter() - started},
+                 persist=retried or not _oom(result))
         bar.update(1)
 
     def plain_script_of_failure(call: Call, result: dict[str, Any],
@@ -180,7 +182,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         if oom:
             bar.total += len(oom)
             bar.set_description("gold checks out of memory, again with fewer beside them")
-            run_calls(oom, device=device, workers=min(RETRY_WORKERS, len(oom)), on_result=done,
+            run_calls(oom, device=device, workers=min(RETRY_WORKERS, len(oom)),
+                      on_result=lambda call, result: done(call, result, retried=True),
                       memory_limit_mb=RETRY_MEMORY_MB,
                       env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
                       follow_up=lambda call, result: plain_script_of_failure(

@@ -136,3 +136,33 @@ def test_check_workers_autotune_quickly(monkeypatch) -> None:
                       "rep": QUICK_AUTOTUNE_MS},
                      {"grad_to_none": None, "quantiles": (0.5,), "warmup": QUICK_AUTOTUNE_MS,
                       "rep": QUICK_AUTOTUNE_MS}]
+
+
+def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypatch,
+                                                                        tmp_path) -> None:
+    from live.tasks import checkcache
+
+    oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory"}
+
+    class Stopped(Exception):
+        pass
+
+    pool = FakePool([{"big": oom}])
+    real = pool.__call__
+
+    def stops_at_the_retry(calls, **kwargs):  # the load killed as the retry pool starts
+        if pool.pools:
+            raise Stopped
+        return real(calls, **kwargs)
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cl, "run_calls", stops_at_the_retry)
+    items = _items({"ok": 1.0, "big": 1.0})
+    with pytest.raises(Stopped):
+        cl.checked_load("fake:spec", items, LoadOptions(device="cpu"),
+                        describe="live.x.describe", build=lambda item, meta: item.name)
+    env = checkcache.environment("cpu")
+    cached = {item.name: checkcache.read(checkcache.entry_key(list(item.contents), env))
+              for item in items}
+    # the finished check is kept; the one still to be retried is checked again next time
+    assert cached["ok"]["passed"] and cached["big"] is None
