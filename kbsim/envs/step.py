@@ -15,7 +15,9 @@ The env rng is separate from the policy rng, so environment draws never shift th
 stream (this is what makes a tape replay of the logging policy exact).
 
 These take whole NamedTuples and suit step-by-step callers (`kbsim.replay.record`); the engine's
-hot loop calls the `*_arrays` kernels underneath with only the arrays they read.
+hot loop calls the `*_arrays` kernels underneath with only the arrays they read. `env_init`,
+`env_on_add` and `env_reveal_hw` are inlined into the engine (``inline="always"``), which is
+compiled per environment kind: the other kinds' branches are pruned before typing (issue #16).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def row_max(row: np.ndarray) -> float:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_init(kind, env, task, pool, scratch, n_init) -> float:
     """Add the task's n_init initial kernels (k0 first); returns k0's runtime in ms."""
     scratch.hw[:] = np.nan
@@ -73,7 +75,7 @@ def env_init(kind, env, task, pool, scratch, n_init) -> float:
     return env.k_ms[row]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
     row = scratch.means[idx]
@@ -160,7 +162,7 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_reveal_hw(kind, env, task, pool, idx) -> None:
     """Write the hardware signature of pool member idx (NaN if the data never profiled it)."""
     if kind == SYNTHETIC:

@@ -29,24 +29,35 @@ pool and scratch from scratch, so results do not depend on the thread count or t
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from kbsim.envs.data import F_USD_PER_TOKEN, FITTED, I_ON_EXHAUST, I_TOKENS, STOP, SYNTHETIC
+from kbsim.envs.data import (
+    F_USD_PER_TOKEN,
+    FITTED,
+    I_ON_EXHAUST,
+    I_TOKENS,
+    STOP,
+    SYNTHETIC,
+    Env,
+    new_scratch,
+)
 from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
 from kbsim.envs.synthetic import syn_arm_means_arrays, syn_features_arrays, syn_step_arrays
 from kbsim.envs.tape import tape_arm_means_arrays, tape_pick_arrays
 from kbsim.policies.kernels import (
-    prepare_inline,
-    representatives_into,
-    select_inline,
-    update_inline,
+    prepare_in_family,
+    representatives_in_family,
+    select_in_family,
+    update_in_family,
 )
-from kbsim.policies.state import pool_add
-from kbsim.replay._copy import copy_into
+from kbsim.policies.spec import FAMILY_V2, PolicySpec, policy_family
+from kbsim.policies.state import new_pool, new_state, pool_add
+from kbsim.replay._packed import PackedState, pack_state
 
 
 class StepOut(NamedTuple):
@@ -128,180 +139,248 @@ def _reps_pending(rep, size, hw) -> bool:
     return False
 
 
-@njit(cache=True, _nrt=False)
-def run_episode(
-    pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
-    prng, erng, steps, e, out, ep_out,
-) -> None:
-    """Run one episode in place (state already reset) and record row e of out / ep_out.
+def _make_worker(family: int, ekind: int):
+    """The compiled worker loop for one (policy family, environment kind) pair.
 
-    Every array crossing a compiled call costs a reference-count increment and decrement, so
-    the arrays of env, scratch and out are taken out once here and the per-step calls get only
-    the few arrays they read (the env's `*_arrays` kernels). Compiled with ``_nrt=False`` (no
-    reference counting, no allocation), so the policy's `prepare` / `select` / `update` are
-    inlined (`*_inline`) instead of called with the state's ~50 arrays passed by value.
+    `family` and `ekind` are compile-time constants of the closure (numba freezes free
+    variables), so numba's dead-branch pruning removes every other family's and environment's
+    branch before typing: their functions are never compiled (issue #16, NOTE (D56)).
     """
-    pool.n[0] = 0
-    scratch.served[0] = 0
-    scratch.cursor[:, :] = 0
-    k0_ms = env_init(ekind, env, task, pool, scratch, n_init)
-    # env arrays, once per episode
-    centers, base, syn_hw_table = env.syn_centers, env.syn_base, env.syn_hw
-    efp, eip = env.fparams, env.iparams
-    fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
-    fit_min_ratio = env.fit_min_ratio
-    floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
-    tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
-    o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
-    o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
-    k_phi, k_prof9, k_rt6 = env.k_phi, env.k_prof9, env.k_rt6
-    k_first = env.task_kstart[task]
-    mode = eip[I_ON_EXHAUST]
-    stop = mode == STOP
-    syn_tokens = eip[I_TOKENS]
-    syn_cost = syn_tokens * efp[F_USD_PER_TOKEN]
-    # pool and scratch arrays
-    p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
-    st_rep, st_size = state.rep, state.size
-    means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
-    child_phi, child_prof9, child_rt6 = scratch.child_phi, scratch.child_prof9, scratch.child_rt6
-    # outputs
-    record = out.reward.shape[1] > 0
-    o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
-    o_reward, o_arm, o_best, o_regret = out.reward, out.arm_mean, out.best_mean, out.regret
-    o_cum, o_speed, o_pool, o_tok, o_usd = (out.cum_regret, out.best_speedup, out.pool_size,
-                                            out.tokens, out.cost_usd)
 
-    best_mean = np.nan
-    best_ms = np.inf
-    for i in range(p_n[0]):
-        b = env_on_add(ekind, env, task, pool, scratch, i)
-        if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
-            best_mean = b
-        best_ms = min(best_ms, p_ms[i])
-    served = 0
-    cum_regret = 0.0
-    tokens = 0
-    cost = 0.0
-    steps_run = steps
-    for t in range(steps):
-        if profiles:
-            prepare_inline(pkind, fparams, iparams, state, pool, prng)
-            if _reps_pending(st_rep, st_size, p_hw):
-                for j in range(representatives_into(pkind, state, pool, reps)):
-                    env_reveal_hw(ekind, env, task, pool, reps[j])
-        cluster, s, parent, _ = select_inline(pkind, fparams, iparams, state, pool, prng)
-        parent_key = p_key[parent]
-        # --- the environment's answer
-        if ekind == SYNTHETIC:
-            served += 1
-            tok, c = syn_tokens, syn_cost
-            ok, child_ms, child_key = syn_step_arrays(centers, base, efp, eip, task, parent_key,
-                                                      p_phi[parent], p_ms[parent], s, erng,
-                                                      child_phi)
-            status = 1 if ok else 0
-            if ok:
-                syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi, child_ms,
-                                    child_prof9, child_rt6)
-        else:
-            if ekind == FITTED:
-                row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s, erng)
-                own = False
-                if row >= 0:
+    @njit(cache=True, nogil=True, _nrt=False)
+    def run_worker(
+        worker, n_workers, pkind, fparams, iparams, template_buf, state_buf, state, pool, env,
+        grows, scratch, ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps, out, ep_out,
+    ) -> None:
+        """Run episodes worker, worker + n_workers, ... of a chunk in place.
+
+        Per episode: reset the state (one copy of the template's packed bytes), then the step
+        loop of the module docstring, recording row e of out / ep_out. Every array crossing a
+        compiled call costs a reference-count increment and decrement, so the arrays of env,
+        scratch and out are taken out once here and the per-step calls get only the few arrays
+        they read (the env's `*_arrays` kernels). Compiled with ``_nrt=False`` (no reference
+        counting, no allocation), so the policy's `prepare` / `select` / `update` are inlined
+        (`*_in_family`) instead of called with the state's ~50 arrays passed by value.
+        """
+        # env arrays, once per worker
+        centers, base, syn_hw_table = env.syn_centers, env.syn_base, env.syn_hw
+        efp, eip = env.fparams, env.iparams
+        fit_nbr, fit_nbr_n, fit_mean = env.fit_nbr, env.fit_nbr_n, env.fit_mean
+        fit_min_ratio = env.fit_min_ratio
+        tape_start, tape_nn, tape_mean = env.tape_start, env.tape_nn, env.tape_mean
+        o_success, o_child, o_child_ms = env.o_success, env.o_child, env.o_child_ms
+        o_parent_ms, o_tokens, o_cost = env.o_parent_ms, env.o_tokens, env.o_cost
+        k_phi, k_prof9, k_rt6 = env.k_phi, env.k_prof9, env.k_rt6
+        mode = eip[I_ON_EXHAUST]
+        stop = mode == STOP
+        syn_tokens = eip[I_TOKENS]
+        syn_cost = syn_tokens * efp[F_USD_PER_TOKEN]
+        # pool and scratch arrays
+        p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
+        st_rep, st_size = state.rep, state.size
+        means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
+        child_phi, child_prof9 = scratch.child_phi, scratch.child_prof9
+        child_rt6 = scratch.child_rt6
+        # outputs
+        record = out.reward.shape[1] > 0
+        o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
+        o_reward, o_arm, o_best, o_regret = out.reward, out.arm_mean, out.best_mean, out.regret
+        o_cum, o_speed, o_pool, o_tok, o_usd = (out.cum_regret, out.best_speedup, out.pool_size,
+                                                out.tokens, out.cost_usd)
+        for e in range(worker, ep_task.shape[0], n_workers):
+            for i in range(state_buf.shape[0]):  # an element loop: LLVM makes it a memcpy
+                state_buf[i] = template_buf[i]
+            for d in range(prng.shape[0]):
+                prng[d] = ep_prng[e, d]
+                erng[d] = ep_erng[e, d]
+            task = ep_task[e]
+            pool.n[0] = 0
+            scratch.served[0] = 0
+            for i in range(cursor.shape[0]):
+                for j in range(cursor.shape[1]):
+                    cursor[i, j] = 0
+            k0_ms = env_init(ekind, env, task, pool, scratch, ep_n_init[e])
+            floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
+            k_first = env.task_kstart[task]
+            best_mean = np.nan
+            best_ms = np.inf
+            for i in range(p_n[0]):
+                b = env_on_add(ekind, env, task, pool, scratch, i)
+                if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
+                    best_mean = b
+                best_ms = min(best_ms, p_ms[i])
+            served = 0
+            cum_regret = 0.0
+            tokens = 0
+            cost = 0.0
+            steps_run = steps
+            for t in range(steps):
+                if family == FAMILY_V2:  # the policies that profile representatives
+                    prepare_in_family(family, pkind, fparams, iparams, state, pool, prng)
+                    if _reps_pending(st_rep, st_size, p_hw):
+                        for j in range(representatives_in_family(family, state, pool, reps)):
+                            env_reveal_hw(ekind, env, task, pool, reps[j])
+                cluster, s, parent, _ = select_in_family(family, pkind, fparams, iparams, state,
+                                                         pool, prng)
+                parent_key = p_key[parent]
+                # --- the environment's answer
+                if ekind == SYNTHETIC:
                     served += 1
-            else:
-                row, own, fresh, truncate = tape_pick_arrays(tape_start, tape_nn, k_first, mode,
-                                                             parent_key, s, cursor, erng)
-                if truncate:
-                    steps_run = t
-                    break
-                if fresh:
-                    served += 1
-            status, child_ms, child_key, tok, c = recorded_outcome(
-                o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9,
-                k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms, child_phi,
-                child_prof9, child_rt6,
-            )
-        success = status == 1
-        reward = update_inline(pkind, fparams, iparams, state, pool, cluster, s, parent,
-                               child_ms, success)
-        arm_mean = means[parent, s]
-        regret = best_mean - arm_mean
-        if not np.isnan(regret):
-            cum_regret += regret
-        tokens += tok
-        cost += c
-        step_best_mean = best_mean
-        if success:
-            if child_ms < best_ms:
-                best_ms = child_ms
-            if grows:
-                idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
-                               child_key)
-                if idx >= 0:
-                    row_means = means[idx]
-                    if ekind == SYNTHETIC:
-                        syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
-                                             p_phi[idx], p_ms[idx], row_means)
-                    elif ekind == FITTED:
-                        fitted_arm_means_arrays(fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n,
-                                                tape_start, o_success, o_child_ms, o_parent_ms,
-                                                child_key, p_ms[idx], floor_ms, row_means)
+                    tok, c = syn_tokens, syn_cost
+                    ok, child_ms, child_key = syn_step_arrays(
+                        centers, base, efp, eip, task, parent_key, p_phi[parent], p_ms[parent], s,
+                        erng, child_phi)
+                    status = 1 if ok else 0
+                    if ok:
+                        syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi,
+                                            child_ms, child_prof9, child_rt6)
+                else:
+                    if ekind == FITTED:
+                        row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s,
+                                                 erng)
+                        own = False
+                        if row >= 0:
+                            served += 1
                     else:
-                        tape_arm_means_arrays(tape_mean, tape_nn, tape_start, o_success,
-                                              o_child_ms, o_parent_ms, stop, child_key,
-                                              p_ms[idx], floor_ms, row_means)
-                    b = row_max(row_means)
-                    if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
-                        best_mean = b
-        if record:
-            o_cluster[e, t] = cluster
-            o_strategy[e, t] = s
-            o_parent[e, t] = parent
-            o_succ[e, t] = success
-            o_reward[e, t] = reward
-            o_arm[e, t] = arm_mean
-            o_best[e, t] = step_best_mean
-            o_regret[e, t] = regret
-            o_cum[e, t] = cum_regret
-            o_speed[e, t] = k0_ms / best_ms
-            o_pool[e, t] = p_n[0]
-            o_tok[e, t] = tokens
-            o_usd[e, t] = cost
-    ep_out.steps_run[e] = steps_run
-    ep_out.served[e] = served
-    ep_out.final_speedup[e] = k0_ms / best_ms
-    ep_out.cum_regret[e] = cum_regret
-    ep_out.tokens[e] = tokens
-    ep_out.cost_usd[e] = cost
+                        row, own, fresh, truncate = tape_pick_arrays(
+                            tape_start, tape_nn, k_first, mode, parent_key, s, cursor, erng)
+                        if truncate:
+                            steps_run = t
+                            break
+                        if fresh:
+                            served += 1
+                    status, child_ms, child_key, tok, c = recorded_outcome(
+                        o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
+                        k_prof9, k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms,
+                        child_phi, child_prof9, child_rt6,
+                    )
+                success = status == 1
+                reward = update_in_family(family, pkind, fparams, iparams, state, pool, cluster,
+                                          s, parent, child_ms, success)
+                arm_mean = means[parent, s]
+                regret = best_mean - arm_mean
+                if not np.isnan(regret):
+                    cum_regret += regret
+                tokens += tok
+                cost += c
+                step_best_mean = best_mean
+                if success:
+                    if child_ms < best_ms:
+                        best_ms = child_ms
+                    if grows:
+                        idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
+                                       child_key)
+                        if idx >= 0:
+                            row_means = means[idx]
+                            if ekind == SYNTHETIC:
+                                syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
+                                                     p_phi[idx], p_ms[idx], row_means)
+                            elif ekind == FITTED:
+                                fitted_arm_means_arrays(
+                                    fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n, tape_start,
+                                    o_success, o_child_ms, o_parent_ms, child_key, p_ms[idx],
+                                    floor_ms, row_means)
+                            else:
+                                tape_arm_means_arrays(
+                                    tape_mean, tape_nn, tape_start, o_success, o_child_ms,
+                                    o_parent_ms, stop, child_key, p_ms[idx], floor_ms,
+                                    row_means)
+                            b = row_max(row_means)
+                            if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
+                                best_mean = b
+                if record:
+                    o_cluster[e, t] = cluster
+                    o_strategy[e, t] = s
+                    o_parent[e, t] = parent
+                    o_succ[e, t] = success
+                    o_reward[e, t] = reward
+                    o_arm[e, t] = arm_mean
+                    o_best[e, t] = step_best_mean
+                    o_regret[e, t] = regret
+                    o_cum[e, t] = cum_regret
+                    o_speed[e, t] = k0_ms / best_ms
+                    o_pool[e, t] = p_n[0]
+                    o_tok[e, t] = tokens
+                    o_usd[e, t] = cost
+            ep_out.steps_run[e] = steps_run
+            ep_out.served[e] = served
+            ep_out.final_speedup[e] = k0_ms / best_ms
+            ep_out.cum_regret[e] = cum_regret
+            ep_out.tokens[e] = tokens
+            ep_out.cost_usd[e] = cost
+
+    return run_worker
 
 
-@njit(cache=True, parallel=True)
-def run_chunk(
-    pkind, fparams, iparams, template, states, pools, scratches,
-    ekind, env, grows, profiles, ep_task, ep_n_init, ep_prng, ep_erng, steps, out, ep_out,
-) -> None:
-    """Run every episode of a chunk; worker w takes episodes w, w + W, ... (W = len(states)).
+_WORKERS: dict[tuple[int, int], Any] = {}
 
-    ep_prng / ep_erng: (E, 3) int64 RNG states (copied, not advanced). Episode results depend
-    only on their own row of ep_task / ep_n_init / ep_prng / ep_erng.
+
+def compiled_worker(family: int, ekind: int):
+    """The compiled worker for (policy family, env kind), built on first use (then cached by
+    numba on disk, per kbsim source version: `kbsim._numba_cache`)."""
+    key = (int(family), int(ekind))
+    worker = _WORKERS.get(key)
+    if worker is None:
+        worker = _WORKERS[key] = _make_worker(*key)
+    return worker
+
+
+class Workspace(NamedTuple):
+    """Per-worker policy states (packed: one byte buffer each), pools and scratch arrays."""
+
+    template: PackedState
+    states: list[PackedState]
+    pools: list
+    scratches: list
+    rngs: list[tuple[np.ndarray, np.ndarray]]  # per worker: (policy, env) RNG state buffers
+
+
+def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> Workspace:
+    """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
+    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
+    max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
+    return Workspace(
+        template=pack_state(new_state(spec, max_pool)),
+        states=[pack_state(new_state(spec, max_pool)) for _ in range(n_workers)],
+        pools=[new_pool(max_pool) for _ in range(n_workers)],
+        scratches=[new_scratch(env.data, max_pool) for _ in range(n_workers)],
+        rngs=[(np.empty(3, np.int64), np.empty(3, np.int64)) for _ in range(n_workers)],
+    )
+
+
+def run_chunk(spec: PolicySpec, env: Env, workspace: Workspace, ep_task: np.ndarray,
+              ep_n_init: np.ndarray, ep_prng: np.ndarray, ep_erng: np.ndarray, steps: int,
+              out: StepOut, ep_out: EpisodeOut) -> None:
+    """Run every episode of a chunk; worker w takes episodes w, w + W, ... (W = the
+    workspace's worker count), each worker on its own thread (the compiled loop releases the
+    GIL). ep_prng / ep_erng: (E, 3) int64 RNG states (copied, not advanced). Episode results
+    depend only on their own row of ep_task / ep_n_init / ep_prng / ep_erng.
+
+    NOTE (D56): threads, not numba's ``parallel=True`` / prange: a prange loop compiles the
+    whole engine twice more (the gufunc and its caller, ~50 s of a cold start on 2 cores).
     """
-    n_workers = len(states)
-    n_episodes = ep_task.shape[0]
-    for w in prange(n_workers):
-        wi = np.int64(w)
-        state = states[wi]
-        pool = pools[wi]
-        scratch = scratches[wi]
-        prng = np.empty(3, np.int64)
-        erng = np.empty(3, np.int64)
-        for e in range(wi, n_episodes, n_workers):
-            copy_into(state, template)
-            prng[:] = ep_prng[e]
-            erng[:] = ep_erng[e]
-            run_episode(pkind, fparams, iparams, state, pool, ekind, env, ep_task[e],
-                        ep_n_init[e], grows, profiles, scratch, prng, erng, steps, e, out,
-                        ep_out)
+    worker_fn = compiled_worker(policy_family(spec.kind), env.kind)
+    n_workers = len(workspace.states)
+    ep_task = np.ascontiguousarray(ep_task, np.int64)
+    ep_n_init = np.ascontiguousarray(ep_n_init, np.int64)
+    ep_prng = np.ascontiguousarray(ep_prng, np.int64)
+    ep_erng = np.ascontiguousarray(ep_erng, np.int64)
+
+    def work(w: int) -> None:
+        packed = workspace.states[w]
+        prng, erng = workspace.rngs[w]
+        worker_fn(w, n_workers, spec.kind, spec.fparams, spec.iparams, workspace.template.buf,
+                  packed.buf, packed.state, workspace.pools[w], env.data, env.grows,
+                  workspace.scratches[w], ep_task, ep_n_init, ep_prng, ep_erng, prng, erng,
+                  steps, out, ep_out)
+
+    if n_workers == 1 or len(ep_task) <= 1:
+        for w in range(n_workers):
+            work(w)
+        return
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        for future in [pool.submit(work, w) for w in range(n_workers)]:
+            future.result()
 
 
 def __getattr__(name: str):

@@ -28,13 +28,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from numba.typed import List
 from tqdm import tqdm
 
-from kbsim.envs.data import Env, new_scratch
-from kbsim.policies.spec import PolicySpec, is_v2_family, parse_policy
-from kbsim.policies.state import new_pool, new_state
-from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs, run_chunk
+from kbsim.envs.data import Env
+from kbsim.policies.spec import PolicySpec, parse_policy
+from kbsim.replay.engine import (
+    EpisodeOut,
+    StepOut,
+    Workspace,
+    new_outputs,
+    new_workspace,
+    run_chunk,
+)
 from kbsim.replay.seeding import episode_rngs
 from kbsim.trace.schema import RESULTS_SCHEMA
 
@@ -157,21 +162,10 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
         raise
 
 
-def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> tuple:
-    """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
-    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
-    max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
-    template = new_state(spec, max_pool)
-    states = List([new_state(spec, max_pool) for _ in range(n_workers)])
-    pools = List([new_pool(max_pool) for _ in range(n_workers)])
-    scratches = List([new_scratch(env.data, max_pool) for _ in range(n_workers)])
-    return template, states, pools, scratches
-
-
 def run_chunk_rows(
     spec: PolicySpec, env: Env, ep_task: np.ndarray, ep_seed: np.ndarray, prng: np.ndarray,
     erng: np.ndarray, n_init: np.ndarray, steps: int, horizons: Sequence[int], *,
-    want_table: bool = True, workspace: tuple | None = None,
+    want_table: bool = True, workspace: Workspace | None = None,
 ) -> tuple[pd.DataFrame, pa.Table | None]:
     """Run one chunk of episodes (row e: task ep_task[e], seed ep_seed[e], RNG states prng[e]
     and erng[e]) with the compiled engine; its summary rows and, with want_table, its
@@ -179,12 +173,9 @@ def run_chunk_rows(
     (the Ray backend, kbsim.replay.ray_backend, runs chunks through this too)."""
     if workspace is None:
         workspace = new_workspace(spec, env, steps, numba.get_num_threads())
-    template, states, pools, scratches = workspace
     policy = str(spec)
     step_out, ep_out = new_outputs(len(ep_task), steps)
-    run_chunk(spec.kind, spec.fparams, spec.iparams, template, states, pools,
-              scratches, env.kind, env.data, env.grows, is_v2_family(spec.kind),
-              ep_task, n_init, prng, erng, steps, step_out, ep_out)
+    run_chunk(spec, env, workspace, ep_task, n_init, prng, erng, steps, step_out, ep_out)
     summary = _summary_rows(policy, env, ep_task, ep_seed, step_out, ep_out, horizons, steps)
     table = (_step_table(policy, env, ep_task, ep_seed, step_out, ep_out.steps_run)
              if want_table else None)
