@@ -16,8 +16,9 @@ stream (this is what makes a tape replay of the logging policy exact).
 
 These take whole NamedTuples and suit step-by-step callers (`kbsim.replay.record`); the engine's
 hot loop calls the `*_arrays` kernels underneath with only the arrays they read. `env_init`,
-`env_on_add` and `env_reveal_hw` are inlined into the engine (``inline="always"``), which is
-compiled per environment kind: the other kinds' branches are pruned before typing (issue #16).
+`env_on_add`, `env_reveal_hw` and `recorded_outcome` are inlined into the engine
+(``inline="always"``), which is compiled per environment kind: the other kinds' branches are
+pruned before typing (issue #16).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     return row_max(row)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recorded_outcome(
     o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
     row, own, rescale, parent_ms, floor_ms, child_phi, child_prof9, child_rt6,

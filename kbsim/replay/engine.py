@@ -1,4 +1,8 @@
-"""The compiled replay engine: one policy x many (task, seed) episodes, in parallel with prange.
+"""The compiled replay engine: one policy x many (task, seed) episodes, one worker's share.
+
+`compiled_worker(family, env_kind)` is the loop below compiled for one policy family and one
+environment kind (issue #16: a replay compiles only what it runs); `kbsim.replay.chunks` runs
+one worker per thread over a chunk of episodes and says when a first run compiles.
 
 One episode (the same loop the live runner runs, step by step)::
 
@@ -25,11 +29,15 @@ own reward (v1: 1 - Tc/Tp and -1 on failure), which is what the trace of a logge
 
 Determinism: each episode uses only its own two RNG states and resets a worker's policy state,
 pool and scratch from scratch, so results do not depend on the thread count or the chunking.
+
+Compile structure (issue #16, NOTE (D62)): the policy dispatch is `kbsim.policies.kernels`'
+`*_in_family` functions and the environment dispatch `ekind == ...` branches; both take their
+selector as a compile-time constant here, so numba's dead-branch pruning leaves only one
+family's and one environment's code to type, optimise and cache.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,8 +50,6 @@ from kbsim.envs.data import (
     I_TOKENS,
     STOP,
     SYNTHETIC,
-    Env,
-    new_scratch,
 )
 from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
@@ -55,9 +61,8 @@ from kbsim.policies.kernels import (
     select_in_family,
     update_in_family,
 )
-from kbsim.policies.spec import FAMILY_V2, PolicySpec, policy_family
-from kbsim.policies.state import new_pool, new_state, pool_add
-from kbsim.replay._packed import PackedState, pack_state
+from kbsim.policies.spec import FAMILY_V2
+from kbsim.policies.state import pool_add
 
 
 class StepOut(NamedTuple):
@@ -144,7 +149,7 @@ def _make_worker(family: int, ekind: int):
 
     `family` and `ekind` are compile-time constants of the closure (numba freezes free
     variables), so numba's dead-branch pruning removes every other family's and environment's
-    branch before typing: their functions are never compiled (issue #16, NOTE (D56)).
+    branch before typing: their functions are never compiled (issue #16, NOTE (D62)).
     """
 
     @njit(cache=True, nogil=True, _nrt=False)
@@ -323,64 +328,6 @@ def compiled_worker(family: int, ekind: int):
     if worker is None:
         worker = _WORKERS[key] = _make_worker(*key)
     return worker
-
-
-class Workspace(NamedTuple):
-    """Per-worker policy states (packed: one byte buffer each), pools and scratch arrays."""
-
-    template: PackedState
-    states: list[PackedState]
-    pools: list
-    scratches: list
-    rngs: list[tuple[np.ndarray, np.ndarray]]  # per worker: (policy, env) RNG state buffers
-
-
-def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> Workspace:
-    """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
-    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
-    max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
-    return Workspace(
-        template=pack_state(new_state(spec, max_pool)),
-        states=[pack_state(new_state(spec, max_pool)) for _ in range(n_workers)],
-        pools=[new_pool(max_pool) for _ in range(n_workers)],
-        scratches=[new_scratch(env.data, max_pool) for _ in range(n_workers)],
-        rngs=[(np.empty(3, np.int64), np.empty(3, np.int64)) for _ in range(n_workers)],
-    )
-
-
-def run_chunk(spec: PolicySpec, env: Env, workspace: Workspace, ep_task: np.ndarray,
-              ep_n_init: np.ndarray, ep_prng: np.ndarray, ep_erng: np.ndarray, steps: int,
-              out: StepOut, ep_out: EpisodeOut) -> None:
-    """Run every episode of a chunk; worker w takes episodes w, w + W, ... (W = the
-    workspace's worker count), each worker on its own thread (the compiled loop releases the
-    GIL). ep_prng / ep_erng: (E, 3) int64 RNG states (copied, not advanced). Episode results
-    depend only on their own row of ep_task / ep_n_init / ep_prng / ep_erng.
-
-    NOTE (D56): threads, not numba's ``parallel=True`` / prange: a prange loop compiles the
-    whole engine twice more (the gufunc and its caller, ~50 s of a cold start on 2 cores).
-    """
-    worker_fn = compiled_worker(policy_family(spec.kind), env.kind)
-    n_workers = len(workspace.states)
-    ep_task = np.ascontiguousarray(ep_task, np.int64)
-    ep_n_init = np.ascontiguousarray(ep_n_init, np.int64)
-    ep_prng = np.ascontiguousarray(ep_prng, np.int64)
-    ep_erng = np.ascontiguousarray(ep_erng, np.int64)
-
-    def work(w: int) -> None:
-        packed = workspace.states[w]
-        prng, erng = workspace.rngs[w]
-        worker_fn(w, n_workers, spec.kind, spec.fparams, spec.iparams, workspace.template.buf,
-                  packed.buf, packed.state, workspace.pools[w], env.data, env.grows,
-                  workspace.scratches[w], ep_task, ep_n_init, ep_prng, ep_erng, prng, erng,
-                  steps, out, ep_out)
-
-    if n_workers == 1 or len(ep_task) <= 1:
-        for w in range(n_workers):
-            work(w)
-        return
-    with ThreadPoolExecutor(max_workers=n_workers) as pool:
-        for future in [pool.submit(work, w) for w in range(n_workers)]:
-            future.result()
 
 
 def __getattr__(name: str):

@@ -1,8 +1,9 @@
 """Record a trace from a simulated run: the live runner's step loop, with an env as the world.
 
 `record_trace` runs one policy on every task of an environment, one step at a time from Python,
-in exactly the order `kbsim.replay.engine.run_episode` uses (and the live runner must use:
-prepare -> profile representatives -> select -> evaluate -> update -> add a correct child),
+in exactly the order the compiled engine (`kbsim.replay.engine`) uses (and the live runner
+must use: prepare -> profile representatives -> select -> evaluate -> update -> add a correct
+child),
 seeding the policy with `policy_rng(seed, task_id)`, and writes every attempt and every kernel
 with the TraceWriter. Replaying such a trace with the same policy and seed on the tape env
 reproduces the run exactly (tests/kbsim/test_replay_exact.py). Useful for tests and demos.

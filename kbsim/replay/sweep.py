@@ -1,7 +1,7 @@
 """`run_sweep`: policies x environments x tasks x seeds, in compiled parallel chunks.
 
 Episodes are (task, seed) pairs of one environment, run for one policy at a time in chunks of
-`chunk_episodes`; each chunk runs in parallel (numba prange over workers) and, when `out` is
+`chunk_episodes`; each chunk runs in parallel (one engine worker per thread) and, when `out` is
 given, is written as a RESULTS_SCHEMA part file as soon as it finishes. A tqdm bar counts chunks.
 
 Output directory layout::
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,14 +33,8 @@ from tqdm import tqdm
 
 from kbsim.envs.data import Env
 from kbsim.policies.spec import PolicySpec, parse_policy
-from kbsim.replay.engine import (
-    EpisodeOut,
-    StepOut,
-    Workspace,
-    new_outputs,
-    new_workspace,
-    run_chunk,
-)
+from kbsim.replay.chunks import Workspace, new_workspace, prepare_workers, run_chunk
+from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs
 from kbsim.replay.seeding import episode_rngs
 from kbsim.trace.schema import RESULTS_SCHEMA
 
@@ -66,6 +61,10 @@ class SweepResult:
     summary: pd.DataFrame
     results: pa.Table | None  # per-step RESULTS_SCHEMA rows when out is None and keep_steps
     out: Path | None
+
+
+def _say_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _as_specs(policies: Sequence[str | PolicySpec]) -> list[PolicySpec]:
@@ -232,6 +231,7 @@ def run_sweep(
     chunk_episodes: int = 8192,
     threads: int | None = None,
     progress: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run every policy on every task of every env for every seed, `steps` steps each.
 
@@ -239,7 +239,9 @@ def run_sweep(
     (default [steps]; e.g. [20, 40] with steps=40 — policies are anytime, so the first 20
     steps of a 40-step episode are exactly a 20-step episode). With `out`, per-step rows are
     written as Parquet part files (unless write_steps=False) plus `_summary.parquet`; without
-    it they are returned in memory (keep_steps). `threads` sets numba's thread count.
+    it they are returned in memory (keep_steps). `threads` sets numba's thread count (the
+    engine's worker threads). The compiled workers the sweep needs are loaded or compiled
+    first; a compile is announced through `say` (default with `progress`: one line on stderr).
     """
     specs, env_list, seed_list, horizons = sweep_arguments(policies, envs, seeds, steps,
                                                              horizons)
@@ -265,6 +267,10 @@ def run_sweep(
     ) * len(specs)
     summaries: list[pd.DataFrame] = []
     tables: list[pa.Table] = []
+    if say is None and progress:
+        say = _say_stderr
+    # compile (or load) every worker first: a cold first run says so instead of a bar at 0 %
+    prepare_workers([(spec, env) for spec in specs for env in env_list], steps, say)
     bar = tqdm(total=total_chunks, unit="chunk", disable=not progress, desc="replay")
     part = 0
     want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
