@@ -7,6 +7,8 @@ per dispatcher and signature: inclusive seconds (with the callees it compiled), 
 
     PYTHONPATH=$PWD python benchmarks/compile_profile.py
     PYTHONPATH=$PWD python benchmarks/compile_profile.py --policy greedy --env fitted
+    PYTHONPATH=$PWD python benchmarks/compile_profile.py --preset paper-ablation \
+        --env tape --env fitted                       # what `kernelband demo` compiles
     PYTHONPATH=$PWD python benchmarks/compile_profile.py --synthetic default,tasks=3
 
 The cache folder is a fresh temporary directory (NUMBA_CACHE_DIR, set before numba is imported),
@@ -31,7 +33,9 @@ def main() -> None:
     parser.add_argument("--trace", default="traces/explore-h200")
     parser.add_argument("--synthetic", default=None)
     parser.add_argument("--policy", action="append", default=None)
-    parser.add_argument("--env", default="tape", choices=["tape", "fitted", "synthetic"])
+    parser.add_argument("--preset", default=None, help="a policy grid (adds to --policy)")
+    parser.add_argument("--env", action="append", default=None,
+                        choices=["tape", "fitted", "synthetic"], help="default: tape")
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--top", type=int, default=25, help="rows to print")
@@ -41,24 +45,24 @@ def main() -> None:
 
     import numba.core.event as ev
 
-    from kbsim.envs.fitted import build_fitted
     from kbsim.envs.recorded import load_tables
-    from kbsim.envs.synthetic import build_synthetic
-    from kbsim.envs.tape import build_tape
+    from kbsim.envs.registry import build_env
+    from kbsim.replay.presets import get_preset
     from kbsim.replay.sweep import run_sweep
 
-    policies = args.policy or ["kernelband-v2"]
-    env_name = "synthetic" if args.synthetic else args.env
-    source = args.synthetic if args.synthetic else args.trace
-    if env_name == "synthetic":
-        env = build_synthetic(source)
+    policies = list(args.policy or [])
+    if args.preset:
+        policies += list(get_preset(args.preset).policies)
+    policies = policies or ["kernelband-v2"]
+    if args.synthetic:
+        envs = [build_env("synthetic", args.synthetic)]
     else:
-        st, k = load_tables([source])
-        env = (build_tape if env_name == "tape" else build_fitted)(st, k)
+        tables = load_tables([args.trace])
+        envs = [build_env(name, tables) for name in (args.env or ["tape"])]
     t0 = time.perf_counter()
     with ev.install_recorder("numba:compile") as compiles, \
             ev.install_recorder("numba:llvm_lock") as llvm:
-        run_sweep(policies, env, args.seeds, args.steps)
+        run_sweep(policies, envs, args.seeds, args.steps)
     total = time.perf_counter() - t0
 
     # pair start/end events per (dispatcher, args); nesting gives exclusive times
