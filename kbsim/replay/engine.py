@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from kbsim.envs.data import (
+    ENV_KINDS,
     F_USD_PER_TOKEN,
     FITTED,
     I_ON_EXHAUST,
@@ -61,7 +62,7 @@ from kbsim.policies.kernels import (
     select_in_family,
     update_in_family,
 )
-from kbsim.policies.spec import FAMILY_V2
+from kbsim.policies.spec import FAMILY_NAMES, FAMILY_V2
 from kbsim.policies.state import pool_add
 
 
@@ -149,10 +150,11 @@ def _make_worker(family: int, ekind: int):
 
     `family` and `ekind` are compile-time constants of the closure (numba freezes free
     variables), so numba's dead-branch pruning removes every other family's and environment's
-    branch before typing: their functions are never compiled (issue #16, NOTE (D62)).
+    branch before typing: their functions are never compiled (issue #16, NOTE (D62)). Each pair
+    gets its own name (``run_worker_v2_tape``, ...), so its own numba cache index: processes
+    compiling different pairs at once never rewrite each other's index.
     """
 
-    @njit(cache=True, nogil=True, _nrt=False)
     def run_worker(
         worker, n_workers, pkind, fparams, iparams, template_buf, state_buf, state, pool, env,
         grows, scratch, ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps, out, ep_out,
@@ -314,7 +316,10 @@ def _make_worker(family: int, ekind: int):
             ep_out.tokens[e] = tokens
             ep_out.cost_usd[e] = cost
 
-    return run_worker
+    env_name = {kind: name for name, kind in ENV_KINDS.items()}[ekind]
+    run_worker.__name__ = f"run_worker_{FAMILY_NAMES[family]}_{env_name}"
+    run_worker.__qualname__ = run_worker.__name__
+    return njit(cache=True, nogil=True, _nrt=False)(run_worker)
 
 
 _WORKERS: dict[tuple[int, int], Any] = {}

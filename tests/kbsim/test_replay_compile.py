@@ -21,6 +21,7 @@ from kbsim.envs.data import ENV_KINDS
 from kbsim.envs.registry import ENVIRONMENTS
 from kbsim.policies.spec import (
     FAMILY_FLAT,
+    FAMILY_NAMES,
     FAMILY_V1,
     FAMILY_V2,
     POLICY_NAMES,
@@ -87,8 +88,10 @@ def test_cold_replay_compiles_only_its_family_and_environment(tmp_path: Path, po
                for other, prefixes in _ENV_MODULES.items() if other != env_name
                for prefix in prefixes if name.startswith(prefix)]
     assert not strays, f"a cold {policy} replay on {env_name} compiled {strays}"
-    workers = [name for name in compiled if name.endswith("run_worker")]
-    assert len(workers) == 1, compiled  # one engine worker: this (family, env) pair
+    workers = [name for name in compiled if ".run_worker_" in name]
+    # one engine worker: this (family, env) pair
+    assert workers == [f"kbsim.replay.engine.run_worker_{FAMILY_NAMES[family]}_{env_name}"], (
+        compiled)
     assert report["rows"] == 2 * 2  # 2 tasks x 2 seeds ran
     # one line while compiling, with the expected time
     assert len(report["said"]) == 1
