@@ -11,7 +11,7 @@ engine twice more (the gufunc and its caller: 49 s of the 100 s cold start measu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -19,11 +19,11 @@ import numba
 import numpy as np
 from numba.core import event
 
-from kbsim.envs.data import Env, new_scratch
+from kbsim.envs.data import FITTED, TAPE, Env, new_scratch
 from kbsim.policies.spec import FAMILY_FLAT, FAMILY_V1, FAMILY_V2, PolicySpec, policy_family
 from kbsim.policies.state import new_pool, new_state
 from kbsim.replay._packed import PackedState, pack_state
-from kbsim.replay.engine import EpisodeOut, StepOut, compiled_worker, new_outputs
+from kbsim.replay.engine import RECORDED, EpisodeOut, StepOut, compiled_worker, new_outputs
 
 #: seconds one (policy family, environment) worker takes to compile with an empty cache on a
 #: 2-core machine (docs/benchmarks.md, "Cold start"); the first of a run also compiles the
@@ -39,11 +39,22 @@ class Workspace(NamedTuple):
     pools: list
     scratches: list
     rngs: list[tuple[np.ndarray, np.ndarray]]  # per worker: (policy, env) RNG state buffers
+    engine_kind: int  # the env kind the engine worker is compiled for (`engine_kinds`)
 
 
-def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> Workspace:
+def engine_kinds(env_kinds: Collection[int]) -> dict[int, int]:
+    """Env kind -> the kind its engine worker is compiled for, in a sweep over `env_kinds`:
+    tape and fitted together share one worker (`engine.RECORDED`: a family's code is compiled
+    and optimised once for both), any other kind, or either alone, gets its own."""
+    both = TAPE in env_kinds and FITTED in env_kinds
+    return {kind: RECORDED if both and kind in (TAPE, FITTED) else kind for kind in env_kinds}
+
+
+def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int,
+                  engine_kind: int | None = None) -> Workspace:
     """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
-    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
+    (reset per episode by the engine, so one workspace serves every chunk of the pair), run by
+    the worker compiled for `engine_kind` (default: env.kind)."""
     max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
     return Workspace(
         template=pack_state(new_state(spec, max_pool)),
@@ -51,6 +62,7 @@ def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> Wor
         pools=[new_pool(max_pool) for _ in range(n_workers)],
         scratches=[new_scratch(env.data, max_pool) for _ in range(n_workers)],
         rngs=[(np.empty(3, np.int64), np.empty(3, np.int64)) for _ in range(n_workers)],
+        engine_kind=env.kind if engine_kind is None else engine_kind,
     )
 
 
@@ -61,8 +73,8 @@ def _worker_args(spec: PolicySpec, env: Env, workspace: Workspace, w: int,
     prng, erng = workspace.rngs[w]
     return (w, len(workspace.states), spec.kind, spec.fparams, spec.iparams,
             workspace.template.buf, packed.buf, packed.state, workspace.pools[w], env.data,
-            env.grows, workspace.scratches[w], ep_task, ep_n_init, ep_prng, ep_erng, prng, erng,
-            steps, out, ep_out)
+            env.kind, env.grows, workspace.scratches[w], ep_task, ep_n_init, ep_prng, ep_erng,
+            prng, erng, steps, out, ep_out)
 
 
 def run_chunk(spec: PolicySpec, env: Env, workspace: Workspace, ep_task: np.ndarray,
@@ -73,7 +85,7 @@ def run_chunk(spec: PolicySpec, env: Env, workspace: Workspace, ep_task: np.ndar
     ep_prng / ep_erng: (E, 3) int64 RNG states (copied, not advanced). Episode results depend
     only on their own row of ep_task / ep_n_init / ep_prng / ep_erng.
     """
-    worker_fn = compiled_worker(policy_family(spec.kind), env.kind)
+    worker_fn = compiled_worker(policy_family(spec.kind), workspace.engine_kind)
     arrays = [np.ascontiguousarray(a, np.int64) for a in (ep_task, ep_n_init, ep_prng, ep_erng)]
 
     def work(w: int) -> None:
@@ -107,21 +119,23 @@ class _FirstCompile(event.Listener):
 def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
                     say: Callable[[str], None] | None = None) -> bool:
     """Compile (or load from the disk cache) the workers the (policy, env) pairs need, before
-    any episode runs; returns True when something was compiled.
+    any episode runs; returns True when something was compiled. Workers are keyed by (policy
+    family, `engine_kinds` of the pairs' envs), as `run_sweep` runs them.
 
     With `say`, the first compilation is announced on one line with the expected time (the
-    remaining pairs' `COMPILE_SECONDS`): a cold first run says what it is doing instead of
+    remaining workers' `COMPILE_SECONDS`): a cold first run says what it is doing instead of
     showing a progress bar at 0 %.
     """
+    kinds = engine_kinds({env.kind for _, env in pairs})
     todo: dict[tuple[int, int], tuple[PolicySpec, Env]] = {}
     for spec, env in pairs:
-        todo.setdefault((policy_family(spec.kind), env.kind), (spec, env))
-    compiled = False
+        todo.setdefault((policy_family(spec.kind), kinds[env.kind]), (spec, env))
     keys = list(todo)
+    compiled = False
     for i, key in enumerate(keys):
         spec, env = todo[key]
         worker = compiled_worker(*key)
-        workspace = new_workspace(spec, env, steps, 1)
+        workspace = new_workspace(spec, env, steps, 1, engine_kind=key[1])
         out, ep_out = new_outputs(1, steps)
         empty = np.zeros((1, 3), np.int64)
         args = _worker_args(spec, env, workspace, 0, empty[:, 0].copy(), empty[:, 0].copy(),
@@ -132,11 +146,11 @@ def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
 
         def announce(rest: list[tuple[int, int]] = keys[i:]) -> None:
             nonlocal compiled
-            compiled = True
-            if say is not None:
+            if not compiled and say is not None:  # one line, at the first compilation
                 seconds = sum(COMPILE_SECONDS[family] for family, _ in rest)
                 say(f"compiling the replay engine (first run of this version, about "
                     f"{seconds:.0f} s)")
+            compiled = True
 
         with event.install_listener("numba:compile", _FirstCompile(announce)):
             worker.compile(signature)

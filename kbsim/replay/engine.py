@@ -51,6 +51,7 @@ from kbsim.envs.data import (
     I_TOKENS,
     STOP,
     SYNTHETIC,
+    TAPE,
 )
 from kbsim.envs.fitted import fitted_arm_means_arrays, fitted_pick_arrays
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, recorded_outcome, row_max
@@ -145,8 +146,15 @@ def _reps_pending(rep, size, hw) -> bool:
     return False
 
 
+#: `engine_kind` of a worker that runs both trace environments, tape and fitted, choosing per
+#: call (`env_kind`): a sweep over both compiles one worker per family instead of two
+RECORDED = -1
+FIT_NEVER, FIT_ALWAYS, FIT_RUNTIME = 0, 1, 2
+
+
 def _make_worker(family: int, ekind: int):
-    """The compiled worker loop for one (policy family, environment kind) pair.
+    """The compiled worker loop for one (policy family, environment kind) pair; `ekind` is an
+    env kind of `kbsim.envs.data` or RECORDED (tape and fitted, chosen by `env_kind`).
 
     `family` and `ekind` are compile-time constants of the closure (numba freezes free
     variables), so numba's dead-branch pruning removes every other family's and environment's
@@ -157,7 +165,8 @@ def _make_worker(family: int, ekind: int):
 
     def run_worker(
         worker, n_workers, pkind, fparams, iparams, template_buf, state_buf, state, pool, env,
-        grows, scratch, ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps, out, ep_out,
+        env_kind, grows, scratch, ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps, out,
+        ep_out,
     ) -> None:
         """Run episodes worker, worker + n_workers, ... of a chunk in place.
 
@@ -206,13 +215,21 @@ def _make_worker(family: int, ekind: int):
             for i in range(cursor.shape[0]):
                 for j in range(cursor.shape[1]):
                     cursor[i, j] = 0
-            k0_ms = env_init(ekind, env, task, pool, scratch, ep_n_init[e])
+            if ekind == SYNTHETIC:
+                k0_ms = env_init(SYNTHETIC, env, task, pool, scratch, ep_n_init[e])
+            else:  # tape and fitted start alike
+                k0_ms = env_init(TAPE, env, task, pool, scratch, ep_n_init[e])
             floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
             k_first = env.task_kstart[task]
             best_mean = np.nan
             best_ms = np.inf
             for i in range(p_n[0]):
-                b = env_on_add(ekind, env, task, pool, scratch, i)
+                if ekind == SYNTHETIC:
+                    b = env_on_add(SYNTHETIC, env, task, pool, scratch, i)
+                elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and env_kind == FITTED):
+                    b = env_on_add(FITTED, env, task, pool, scratch, i)
+                else:
+                    b = env_on_add(TAPE, env, task, pool, scratch, i)
                 if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
                     best_mean = b
                 best_ms = min(best_ms, p_ms[i])
@@ -226,7 +243,10 @@ def _make_worker(family: int, ekind: int):
                     prepare_in_family(family, pkind, fparams, iparams, state, pool, prng)
                     if _reps_pending(st_rep, st_size, p_hw):
                         for j in range(representatives_in_family(family, state, pool, reps)):
-                            env_reveal_hw(ekind, env, task, pool, reps[j])
+                            if ekind == SYNTHETIC:
+                                env_reveal_hw(SYNTHETIC, env, task, pool, reps[j])
+                            else:
+                                env_reveal_hw(TAPE, env, task, pool, reps[j])
                 cluster, s, parent, _ = select_in_family(family, pkind, fparams, iparams, state,
                                                          pool, prng)
                 parent_key = p_key[parent]
@@ -242,12 +262,16 @@ def _make_worker(family: int, ekind: int):
                         syn_features_arrays(syn_hw_table, eip, task, child_key, child_phi,
                                             child_ms, child_prof9, child_rt6)
                 else:
-                    if ekind == FITTED:
+                    if fit == FIT_ALWAYS or (fit == FIT_RUNTIME and env_kind == FITTED):
                         row = fitted_pick_arrays(fit_nbr, fit_nbr_n, tape_start, parent_key, s,
                                                  erng)
-                        own = False
                         if row >= 0:
                             served += 1
+                        status, child_ms, child_key, tok, c = recorded_outcome(
+                            o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
+                            k_prof9, k_rt6, row, False, True, p_ms[parent], floor_ms,
+                            child_phi, child_prof9, child_rt6,
+                        )
                     else:
                         row, own, fresh, truncate = tape_pick_arrays(
                             tape_start, tape_nn, k_first, mode, parent_key, s, cursor, erng)
@@ -256,11 +280,11 @@ def _make_worker(family: int, ekind: int):
                             break
                         if fresh:
                             served += 1
-                    status, child_ms, child_key, tok, c = recorded_outcome(
-                        o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
-                        k_prof9, k_rt6, row, own, ekind == FITTED, p_ms[parent], floor_ms,
-                        child_phi, child_prof9, child_rt6,
-                    )
+                        status, child_ms, child_key, tok, c = recorded_outcome(
+                            o_success, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi,
+                            k_prof9, k_rt6, row, own, False, p_ms[parent], floor_ms,
+                            child_phi, child_prof9, child_rt6,
+                        )
                 success = status == 1
                 reward = update_in_family(family, pkind, fparams, iparams, state, pool, cluster,
                                           s, parent, child_ms, success)
@@ -282,7 +306,8 @@ def _make_worker(family: int, ekind: int):
                             if ekind == SYNTHETIC:
                                 syn_arm_means_arrays(centers, base, efp, eip, task, child_key,
                                                      p_phi[idx], p_ms[idx], row_means)
-                            elif ekind == FITTED:
+                            elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and
+                                                       env_kind == FITTED):
                                 fitted_arm_means_arrays(
                                     fit_mean, fit_min_ratio, fit_nbr, fit_nbr_n, tape_start,
                                     o_success, o_child_ms, o_parent_ms, child_key, p_ms[idx],
@@ -316,7 +341,8 @@ def _make_worker(family: int, ekind: int):
             ep_out.tokens[e] = tokens
             ep_out.cost_usd[e] = cost
 
-    env_name = {kind: name for name, kind in ENV_KINDS.items()}[ekind]
+    fit = {FITTED: FIT_ALWAYS, RECORDED: FIT_RUNTIME}.get(ekind, FIT_NEVER)
+    env_name = {kind: name for name, kind in ENV_KINDS.items()}.get(ekind, "recorded")
     run_worker.__name__ = f"run_worker_{FAMILY_NAMES[family]}_{env_name}"
     run_worker.__qualname__ = run_worker.__name__
     return njit(cache=True, nogil=True, _nrt=False)(run_worker)

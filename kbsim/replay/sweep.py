@@ -33,7 +33,13 @@ from tqdm import tqdm
 
 from kbsim.envs.data import Env
 from kbsim.policies.spec import PolicySpec, parse_policy
-from kbsim.replay.chunks import Workspace, new_workspace, prepare_workers, run_chunk
+from kbsim.replay.chunks import (
+    Workspace,
+    engine_kinds,
+    new_workspace,
+    prepare_workers,
+    run_chunk,
+)
 from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs
 from kbsim.replay.seeding import episode_rngs
 from kbsim.trace.schema import RESULTS_SCHEMA
@@ -274,9 +280,10 @@ def run_sweep(
     bar = tqdm(total=total_chunks, unit="chunk", disable=not progress, desc="replay")
     part = 0
     want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
+    kinds = engine_kinds({env.kind for env in env_list})
     for spec in specs:
         for env, ep_task, ep_seed, prng, erng, n_init in plans:
-            workspace = new_workspace(spec, env, steps, n_workers)
+            workspace = new_workspace(spec, env, steps, n_workers, engine_kind=kinds[env.kind])
             for lo in range(0, len(ep_task), chunk_episodes):
                 hi = min(lo + chunk_episodes, len(ep_task))
                 chunk_summary, table = run_chunk_rows(

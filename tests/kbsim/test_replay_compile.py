@@ -38,13 +38,13 @@ _SCRIPT = textwrap.dedent("""
     from kbsim.replay.sweep import run_sweep
     from kbsim.trace.synthetic_trace import synthetic_tables
 
-    policy, env_name = sys.argv[1], sys.argv[2]
-    source = ("default,tasks=2" if env_name == "synthetic"
+    policy, env_names = sys.argv[1], sys.argv[2].split("+")
+    source = ("default,tasks=2" if env_names == ["synthetic"]
               else synthetic_tables(n_steps=120, n_tasks=2, seed=0))
-    env = build_env(env_name, source)
+    envs = [build_env(name, source) for name in env_names]
     said = []
     with ev.install_recorder("numba:compile") as rec:
-        result = run_sweep([policy], env, 2, 5, say=said.append)
+        result = run_sweep([policy], envs, 2, 5, say=said.append)
     compiled = sorted({e.data["dispatcher"].py_func.__module__ + "."
                        + e.data["dispatcher"].py_func.__qualname__
                        for _, e in rec.buffer if e.is_start})
@@ -73,11 +73,15 @@ def _cold_replay(tmp_path: Path, policy: str, env_name: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(("policy", "env_name"), [("random", "tape")])
+@pytest.mark.parametrize(("policy", "env_name", "worker"), [
+    ("random", "tape", "flat_tape"),
+    # tape and fitted together: one worker for both (engine.RECORDED), never synthetic
+    ("random", "tape+fitted", "flat_recorded"),
+])
 def test_cold_replay_compiles_only_its_family_and_environment(tmp_path: Path, policy: str,
-                                                               env_name: str) -> None:
-    # one pair keeps the suite quick (a cold compile is ~10-20 s); the flat family on the
-    # tape env is the cheapest, and any other family's or env's code shows up as a stray
+                                                               env_name: str, worker: str) -> None:
+    # the flat family is the cheapest to compile (~5-10 s cold), and any other family's or
+    # environment's code shows up as a stray
     report = _cold_replay(tmp_path, policy, env_name)
     compiled = report["compiled"]
     family = policy_family(parse_policy(policy).kind)
@@ -85,14 +89,14 @@ def test_cold_replay_compiles_only_its_family_and_environment(tmp_path: Path, po
               for fam, prefixes in _FAMILY_MODULES.items() if fam != family
               for prefix in prefixes if name.startswith(prefix)]
     strays += [name for name in compiled
-               for other, prefixes in _ENV_MODULES.items() if other != env_name
+               for other, prefixes in _ENV_MODULES.items() if other not in env_name.split("+")
                for prefix in prefixes if name.startswith(prefix)]
     assert not strays, f"a cold {policy} replay on {env_name} compiled {strays}"
     workers = [name for name in compiled if ".run_worker_" in name]
     # one engine worker: this (family, env) pair
-    assert workers == [f"kbsim.replay.engine.run_worker_{FAMILY_NAMES[family]}_{env_name}"], (
-        compiled)
-    assert report["rows"] == 2 * 2  # 2 tasks x 2 seeds ran
+    assert workers == [f"kbsim.replay.engine.run_worker_{worker}"], compiled
+    assert worker.startswith(FAMILY_NAMES[family])
+    assert report["rows"] == 2 * 2 * len(env_name.split("+"))  # 2 tasks x 2 seeds per env
     # one line while compiling, with the expected time
     assert len(report["said"]) == 1
     assert report["said"][0].startswith("compiling the replay engine (first run of this "
