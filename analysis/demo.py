@@ -71,8 +71,7 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
     from analysis.inputs import load_input
     from analysis.pipeline import analyze_input, write_analysis
     from analysis.report import render_report
-    from kbsim.envs.fitted import build_fitted
-    from kbsim.envs.tape import build_tape
+    from kbsim.envs.registry import TRACE_ENVS, build_envs
     from kbsim.replay.presets import get_preset
     from kbsim.replay.sweep import run_sweep
     from kbsim.trace.reader import load_trace
@@ -102,8 +101,7 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
     say(f"replaying the paper's ablation grid on {trace_dir} (tape and fitted, {seeds} seeds)")
     t0 = time.perf_counter()
     data = load_trace(trace_dir)
-    envs = [build_tape(data.steps, data.kernels, description=str(trace_dir)),
-            build_fitted(data.steps, data.kernels, description=str(trace_dir))]
+    envs = build_envs(TRACE_ENVS, data, description=str(trace_dir))  # tape and fitted
     preset = get_preset("paper-ablation")
     replay_dir = out / "replay"
     run_sweep(preset.policies, envs, seeds, preset.steps, horizons=preset.horizons,

@@ -48,8 +48,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: replay environments the check can use
-ENVS: tuple[str, ...] = ("tape", "fitted")
+from kbsim.envs.registry import TRACE_ENVS
+
+#: replay environments the check can use: those built from a trace (tape, fitted)
+ENVS: tuple[str, ...] = TRACE_ENVS
 #: relative tolerance of the band test (a real value equal to a band edge is inside)
 BAND_RTOL = 1e-9
 
@@ -150,15 +152,12 @@ def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool]
     """env, task_id, t, pred_q10, pred_median, pred_q90 and seeds, from replay of ``policy`` on
     the exploration trace ``data`` (a kbsim TraceData), recorded ``not_applicable`` outcomes
     replayed under the rule `not_applicable` (see the module docstring)."""
-    from kbsim.envs.fitted import build_fitted
-    from kbsim.envs.tape import build_tape
+    from kbsim.envs.registry import build_envs
     from kbsim.replay.sweep import run_sweep
 
     explore_steps = data.steps_df()
-    builders = {"tape": build_tape, "fitted": build_fitted}
-    built = [builders[name](data.steps, data.kernels, tasks=list(tasks),
-                            description=description, not_applicable=not_applicable)
-             for name in envs]
+    built = build_envs(envs, data, tasks=list(tasks), description=description,
+                       not_applicable=not_applicable)
     result = run_sweep([policy], built, seeds, horizon, keep_steps=True)
     assert result.results is not None
     res = result.results.select(["env", "task_id", "seed", "step", "best_speedup"]).to_pandas()

@@ -8,11 +8,17 @@
    seeds on the fitted env, fitted on a generated 183-task trace; summary only (no per-step
    Parquet). Target: under 60 s on a 2-core machine.
 
-Each timing is the best of --repeats runs after a warm-up run (numba compilation excluded; the
-first compilation of the engine takes minutes and is cached on disk after that).
+Each timing is the best of --repeats runs after a warm-up run (numba compilation excluded; a
+first run compiles the engine per policy family and environment, 10-60 s, then it is cached).
 
     python benchmarks/bench_replay.py                      # both, print a Markdown table
     python benchmarks/bench_replay.py --seeds 100 --write-docs
+
+A/B against another tree (a `git archive` of main, say): run each with its own tree on the path,
+``PYTHONPATH=<tree> python <tree>/benchmarks/bench_replay.py`` (the venv's editable install
+points at one checkout, /work/main, and would otherwise measure that one for both), alternate
+the trees, and compare medians and CPU seconds; a fresh ``NUMBA_CACHE_DIR`` per tree keeps their
+compiled code apart.
 """
 
 from __future__ import annotations

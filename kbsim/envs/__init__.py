@@ -7,6 +7,9 @@
   from a stand-in tape bounded by the same floor (NOTE D47);
 - `fitted.build_fitted(steps, kernels, knn=...)`: a nearest-neighbour model, unlimited horizon,
   children never faster than the task's fastest recorded correct runtime (NOTE D46);
+- `registry.build_env(name, source)`: the one name -> builder map (`ENVIRONMENTS`: tape, fitted,
+  synthetic); the CLI, the demo and sim-to-real build through it, and its `kind` is what the
+  replay engine is compiled for;
 - `recorded.load_tables(paths)`: a trace's (steps, kernels) tables, validated;
 - `step`: the compiled env interface (`env_init`, `env_step`, `env_on_add`, `env_reveal_hw`).
 """

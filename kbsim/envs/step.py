@@ -17,8 +17,11 @@ stream (this is what makes a tape replay of the logging policy exact).
 
 The dispatch on the env kind lives once, in `env_answer` (an attempt) and `env_arm_means` (a new
 member's arm means), both inlined (``inline="always"``) into their callers: the replay engine's
-hot loop (`kbsim.replay.engine.run_episode`, compiled without reference counting) and the
-step-by-step `env_step` / `env_on_add` here (`kbsim.replay.record`).
+hot loop (`kbsim.replay.engine`, compiled without reference counting) and the step-by-step
+`env_step` / `env_on_add` here (`kbsim.replay.record`). `env_init`, `env_on_add`,
+`env_reveal_hw` and `recorded_outcome` are inlined into the engine too; the engine is compiled
+per environment kind and calls these with a literal kind, so the other kinds' branches are
+pruned before typing (issue #16, NOTE (D64)).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def row_max(row: np.ndarray) -> float:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_init(kind, env, task, pool, scratch, n_init) -> float:
     """Add the task's n_init initial kernels (k0 first); returns k0's runtime in ms."""
     scratch.hw[:] = np.nan
@@ -96,7 +99,7 @@ def env_arm_means(kind, env, task, stop, key, phi, ms, floor_ms, out) -> float:
     return row_max(out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_on_add(kind, env, task, pool, scratch, idx) -> float:
     """Fill scratch.means[idx] with the mean reward of each arm (idx, s); returns their max."""
     stop = env.iparams[I_ON_EXHAUST] == STOP
@@ -104,7 +107,7 @@ def env_on_add(kind, env, task, pool, scratch, idx) -> float:
                          env.task_floor_ms[task], scratch.means[idx])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recorded_outcome(
     o_success, o_na, o_child, o_child_ms, o_parent_ms, o_tokens, o_cost, k_phi, k_prof9, k_rt6,
     row, own, rescale, parent_ms, floor_ms, child_phi, child_prof9, child_rt6,
@@ -193,7 +196,7 @@ def env_step(kind, env, task, pool, scratch, parent, s, rng):
     return status, child_ms, child_key, tokens, cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def env_reveal_hw(kind, env, task, pool, idx) -> None:
     """Write the hardware signature of pool member idx (NaN if the data never profiled it)."""
     if kind == SYNTHETIC:

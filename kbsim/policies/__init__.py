@@ -19,6 +19,10 @@ Additions to the API contract (nothing in it was changed):
   before the arm is chosen.
 - `select_inline` / `update_inline` (in `kernels`): the same code inlined into `_nrt=False` hot
   loops (benchmarks, replay inner loops); see `kernels` for why.
+- `prepare_in_family` / `select_in_family` / `update_in_family` / `representatives_in_family`
+  (in `kernels`): the one dispatch on the policy, taking its family (`spec.policy_family`) first;
+  the replay engine passes the family as a compile-time constant, so only that family's code is
+  compiled (issue #16); the kind-taking entry points call them with `family_of(kind)`.
 - `new_state(..., target=None)`: hardware dim per strategy (needed only when n_strategies != 6).
 - `representatives` lists the representatives with no hw dimension known (all three NaN): a
   partial signature counts as profiled.

@@ -49,6 +49,9 @@ from kbsim.policies._v2 import (
     v2_reward,
 )
 from kbsim.policies.spec import (
+    FAMILY_FLAT,
+    FAMILY_V1,
+    FAMILY_V2,
     KIND_EPS_GREEDY,
     KIND_THOMPSON,
     KIND_V1,
@@ -58,22 +61,79 @@ from kbsim.policies.spec import (
 
 
 @njit(cache=True, inline="always")
-def _is_v2_family(kind) -> bool:
-    return kind == KIND_V2 or kind == KIND_V2_NOMASK or kind == KIND_EPS_GREEDY or (
+def family_of(kind) -> int:
+    """`spec.policy_family(kind)` in compiled code."""
+    if kind == KIND_V2 or kind == KIND_V2_NOMASK or kind == KIND_EPS_GREEDY or (
         kind == KIND_THOMPSON
-    )
+    ):
+        return FAMILY_V2
+    if kind == KIND_V1:
+        return FAMILY_V1
+    return FAMILY_FLAT
+
+
+# The dispatch on the policy, written once, in the `*_in_family` functions below: each takes
+# the kind's family first. Called with a family that is a compile-time constant (the replay
+# engine, compiled per family: `kbsim.replay.engine`), numba's dead-branch pruning drops the
+# other families' branches after inlining, so their code is never typed or compiled (issue #16).
+# The `*_inline` / plain entry points compute the family from the kind at run time.
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def prepare_in_family(family, kind, fparams, iparams, state, pool, rng) -> None:
+    """`prepare` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
+    if pool.n[0] == 0:
+        return
+    if family == FAMILY_V2:
+        if prepare_due_v2(iparams, state, pool):
+            prepare_v2(fparams, iparams, state, pool, rng)
+    elif family == FAMILY_V1:
+        prepare_v1(fparams, iparams, state, pool, rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def select_in_family(family, kind, fparams, iparams, state, pool, rng):
+    """`select` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
+    if pool.n[0] == 0:
+        return -1, -1, -1, np.nan
+    if family == FAMILY_V2:
+        return select_v2(kind, fparams, iparams, state, pool, rng)
+    if family == FAMILY_V1:
+        return select_v1(fparams, iparams, state, pool, rng)
+    return select_flat(kind, fparams, state, pool, rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def update_in_family(family, kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                     child_ms, success) -> float:
+    """`update` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
+    parent_ms = pool.ms[parent]
+    if family == FAMILY_V1:
+        reward = v1_reward(parent_ms, child_ms, success)
+        update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
+                  reward)
+    else:
+        reward = v2_reward(parent_ms, child_ms, success)
+        if family == FAMILY_V2:
+            update_v2(kind, state, cluster, strategy, reward)
+        else:
+            update_flat(kind, state, parent, strategy, reward)
+    state.t[0] += 1
+    return reward
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def representatives_in_family(family, state, pool, out) -> int:
+    """`representatives_into` for a policy of `family`, inlined."""
+    if family == FAMILY_V2:
+        return representatives_into_v2(state, pool, out)
+    return 0  # v1 reads the 9-dim profile given with each kernel at pool_add; others: none
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def prepare_inline(kind, fparams, iparams, state, pool, rng) -> None:
     """`prepare`, inlined into the caller by numba (only inside ``_nrt=False`` functions)."""
-    if pool.n[0] == 0:
-        return
-    if _is_v2_family(kind):
-        if prepare_due_v2(iparams, state, pool):
-            prepare_v2(fparams, iparams, state, pool, rng)
-    elif kind == KIND_V1:
-        prepare_v1(fparams, iparams, state, pool, rng)
+    prepare_in_family(family_of(kind), kind, fparams, iparams, state, pool, rng)
 
 
 @njit(cache=True, _nrt=False)
@@ -88,32 +148,15 @@ def prepare(kind, fparams, iparams, state, pool, rng) -> None:
 def select_inline(kind, fparams, iparams, state, pool, rng):
     """`select`, inlined into the caller by numba. Use it only inside functions compiled with
     ``_nrt=False`` (see the module docstring); elsewhere call `select`."""
-    if pool.n[0] == 0:
-        return -1, -1, -1, np.nan
-    if _is_v2_family(kind):
-        return select_v2(kind, fparams, iparams, state, pool, rng)
-    if kind == KIND_V1:
-        return select_v1(fparams, iparams, state, pool, rng)
-    return select_flat(kind, fparams, state, pool, rng)
+    return select_in_family(family_of(kind), kind, fparams, iparams, state, pool, rng)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
                   success) -> float:
     """`update`, inlined into the caller by numba (only inside ``_nrt=False`` functions)."""
-    parent_ms = pool.ms[parent]
-    if kind == KIND_V1:
-        reward = v1_reward(parent_ms, child_ms, success)
-        update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
-                  reward)
-    else:
-        reward = v2_reward(parent_ms, child_ms, success)
-        if _is_v2_family(kind):
-            update_v2(kind, state, cluster, strategy, reward)
-        else:
-            update_flat(kind, state, parent, strategy, reward)
-    state.t[0] += 1
-    return reward
+    return update_in_family(family_of(kind), kind, fparams, iparams, state, pool, cluster,
+                            strategy, parent, child_ms, success)
 
 
 @njit(cache=True, _nrt=False)
@@ -145,9 +188,7 @@ def mark_na(state, parent, strategy) -> None:
 def representatives_into(kind, state, pool, out) -> int:
     """`representatives` without allocating: writes the pool indices into out[:count] (out
     needs room for K entries) and returns count."""
-    if _is_v2_family(kind):
-        return representatives_into_v2(state, pool, out)
-    return 0  # v1 reads the 9-dim profile given with each kernel at pool_add; others: none
+    return representatives_in_family(family_of(kind), state, pool, out)
 
 
 @njit(cache=True)

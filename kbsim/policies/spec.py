@@ -59,6 +59,21 @@ def is_v2_family(kind: int) -> bool:
     """True for kernelband-v2, its nomask ablation, eps-greedy and thompson."""
     return kind in V2_FAMILY
 
+
+#: policy families: the kinds that share one compiled code path (`policy_family`). The replay
+#: engine is compiled once per (family, environment kind), so a replay compiles only the code
+#: of the families it runs (issue #16: cold-start compile time).
+FAMILY_V2, FAMILY_V1, FAMILY_FLAT = 0, 1, 2
+FAMILY_NAMES: tuple[str, ...] = ("v2", "v1", "flat")
+
+
+def policy_family(kind: int) -> int:
+    """FAMILY_V2 (v2, v2-nomask, eps-greedy, thompson), FAMILY_V1, or FAMILY_FLAT (bon, greedy,
+    random, ucb-flat, explore)."""
+    if kind in V2_FAMILY:
+        return FAMILY_V2
+    return FAMILY_V1 if kind == KIND_V1 else FAMILY_FLAT
+
 _SQRT2 = math.sqrt(2.0)
 
 # name -> (type i/f, index into iparams/fparams, default, low, high, low inclusive)

@@ -1,4 +1,8 @@
-"""The compiled replay engine: one policy x many (task, seed) episodes, in parallel with prange.
+"""The compiled replay engine: one policy x many (task, seed) episodes, one worker's share.
+
+`compiled_worker(family, env_kind)` is the loop below compiled for one policy family and one
+environment kind (issue #16: a replay compiles only what it runs); `kbsim.replay.chunks` runs
+one worker per thread over a chunk of episodes and says when a first run compiles.
 
 One episode (the same loop the live runner runs, step by step)::
 
@@ -25,31 +29,40 @@ own reward (v1: 1 - Tc/Tp and -1 on failure), which is what the trace of a logge
 
 Determinism: each episode uses only its own two RNG states and resets a worker's policy state,
 pool and scratch from scratch, so results do not depend on the thread count or the chunking.
+
+Compile structure (issue #16, NOTE (D64)): the policy dispatch is `kbsim.policies.kernels`'
+`*_in_family` functions and the environment dispatch `kbsim.envs.step.env_answer` /
+`env_arm_means` (inlined), called in `ekind == ...` branches with a literal kind; both take their
+selector as a compile-time constant here, so numba's dead-branch pruning leaves only one
+family's and one environment's code to type, optimise and cache.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from kbsim.envs.data import (
+    ENV_KINDS,
+    FITTED,
     I_ON_EXHAUST,
     NA_STATUS,
     STOP,
     SYNTHETIC,
+    TAPE,
 )
 from kbsim.envs.step import env_answer, env_arm_means, env_init, env_on_add, env_reveal_hw
 from kbsim.policies.kernels import (
     mark_na_inline,
-    prepare_inline,
-    representatives_into,
-    select_inline,
-    update_inline,
+    prepare_in_family,
+    representatives_in_family,
+    select_in_family,
+    update_in_family,
 )
+from kbsim.policies.spec import FAMILY_NAMES, FAMILY_V2
 from kbsim.policies.state import pool_add
-from kbsim.replay._copy import copy_into
 
 
 class StepOut(NamedTuple):
@@ -131,154 +144,206 @@ def _reps_pending(rep, size, hw) -> bool:
     return False
 
 
-@njit(cache=True, _nrt=False)
-def run_episode(
-    pkind, fparams, iparams, state, pool, ekind, env, task, n_init, grows, profiles, scratch,
-    prng, erng, steps, e, out, ep_out,
-) -> None:
-    """Run one episode in place (state already reset) and record row e of out / ep_out.
+#: `engine_kind` of a worker that runs both trace environments, tape and fitted, choosing per
+#: call (`env_kind`): a sweep over both compiles one worker per family instead of two
+RECORDED = -1
+FIT_NEVER, FIT_ALWAYS, FIT_RUNTIME = 0, 1, 2
 
-    Every array crossing a compiled call costs a reference-count increment and decrement, so
-    the arrays of scratch and out are taken out once here; the environment's answer and arm
-    means (`kbsim.envs.step.env_answer` / `env_arm_means`, the one dispatch on the env kind) are
-    inlined, so they read the env's arrays without a call boundary. Compiled with ``_nrt=False``
-    (no reference counting, no allocation), so the policy's `prepare` / `select` / `update` are
-    inlined (`*_inline`) instead of called with the state's ~50 arrays passed by value.
+
+def _make_worker(family: int, ekind: int):
+    """The compiled worker loop for one (policy family, environment kind) pair; `ekind` is an
+    env kind of `kbsim.envs.data` or RECORDED (tape and fitted, chosen by `env_kind`).
+
+    `family` and `ekind` are compile-time constants of the closure (numba freezes free
+    variables), so numba's dead-branch pruning removes every other family's and environment's
+    branch before typing: their functions are never compiled (issue #16, NOTE (D64)). Each pair
+    gets its own name (``run_worker_v2_tape``, ...), so its own numba cache index: processes
+    compiling different pairs at once never rewrite each other's index.
     """
-    pool.n[0] = 0
-    scratch.served[0] = 0
-    scratch.cursor[:, :] = 0
-    k0_ms = env_init(ekind, env, task, pool, scratch, n_init)
-    # per-episode values of the env (its arrays are read inside the inlined env_answer and
-    # env_arm_means: no call boundary, so no reference counting)
-    floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
-    k_first = env.task_kstart[task]
-    mode = env.iparams[I_ON_EXHAUST]
-    stop = mode == STOP
-    # pool and scratch arrays
-    p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
-    st_rep, st_size = state.rep, state.size
-    means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
-    child_phi, child_prof9, child_rt6 = scratch.child_phi, scratch.child_prof9, scratch.child_rt6
-    # outputs
-    record = out.reward.shape[1] > 0
-    o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
-    o_reward, o_arm, o_best, o_regret = out.reward, out.arm_mean, out.best_mean, out.regret
-    o_cum, o_speed, o_pool, o_tok, o_usd = (out.cum_regret, out.best_speedup, out.pool_size,
-                                            out.tokens, out.cost_usd)
 
-    best_mean = np.nan
-    best_ms = np.inf
-    for i in range(p_n[0]):
-        b = env_on_add(ekind, env, task, pool, scratch, i)
-        if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
-            best_mean = b
-        best_ms = min(best_ms, p_ms[i])
-    served = 0
-    cum_regret = 0.0
-    tokens = 0
-    cost = 0.0
-    steps_run = steps
-    for t in range(steps):
-        if profiles:
-            prepare_inline(pkind, fparams, iparams, state, pool, prng)
-            if _reps_pending(st_rep, st_size, p_hw):
-                for j in range(representatives_into(pkind, state, pool, reps)):
-                    env_reveal_hw(ekind, env, task, pool, reps[j])
-        # NOTE (issue #18): a not-applicable answer is no step: the pair is marked, the policy
-        # selects again; with no applicable pair left (parent -1) the episode ends here
-        ended = False
-        while True:
-            cluster, s, parent, _ = select_inline(pkind, fparams, iparams, state, pool, prng)
-            if parent < 0:
-                ended = True
-                break
-            # --- the environment's answer (kbsim.envs.step.env_answer, inlined)
-            status, child_ms, child_key, tok, c, fresh = env_answer(
-                ekind, env, task, k_first, mode, floor_ms, p_key[parent], p_phi[parent],
-                p_ms[parent], s, cursor, erng, child_phi, child_prof9, child_rt6,
-            )
-            if status < 0:  # a `stop` tape ran out
-                ended = True
-                break
-            served += fresh
-            if status != NA_STATUS:
-                break
-            mark_na_inline(state, parent, s)
-            tokens += tok
-            cost += c
-        if ended:
-            steps_run = t
-            break
-        success = status == 1
-        reward = update_inline(pkind, fparams, iparams, state, pool, cluster, s, parent,
-                               child_ms, success)
-        arm_mean = means[parent, s]
-        regret = best_mean - arm_mean
-        if not np.isnan(regret):
-            cum_regret += regret
-        tokens += tok
-        cost += c
-        step_best_mean = best_mean
-        if success:
-            if child_ms < best_ms:
-                best_ms = child_ms
-            if grows:
-                idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
-                               child_key)
-                if idx >= 0:
-                    b = env_arm_means(ekind, env, task, stop, child_key, p_phi[idx], p_ms[idx],
-                                      floor_ms, means[idx])
-                    if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
-                        best_mean = b
-        if record:
-            o_cluster[e, t] = cluster
-            o_strategy[e, t] = s
-            o_parent[e, t] = parent
-            o_succ[e, t] = success
-            o_reward[e, t] = reward
-            o_arm[e, t] = arm_mean
-            o_best[e, t] = step_best_mean
-            o_regret[e, t] = regret
-            o_cum[e, t] = cum_regret
-            o_speed[e, t] = k0_ms / best_ms
-            o_pool[e, t] = p_n[0]
-            o_tok[e, t] = tokens
-            o_usd[e, t] = cost
-    ep_out.steps_run[e] = steps_run
-    ep_out.served[e] = served
-    ep_out.final_speedup[e] = k0_ms / best_ms
-    ep_out.cum_regret[e] = cum_regret
-    ep_out.tokens[e] = tokens
-    ep_out.cost_usd[e] = cost
+    def run_worker(
+        worker, n_workers, pkind, fparams, iparams, template_buf, state_buf, state, pool, env,
+        env_kind, grows, scratch, ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps, out,
+        ep_out,
+    ) -> None:
+        """Run episodes worker, worker + n_workers, ... of a chunk in place.
+
+        Per episode: reset the state (one copy of the template's packed bytes), then the step
+        loop of the module docstring, recording row e of out / ep_out. Every array crossing a
+        compiled call costs a reference-count increment and decrement, so the arrays of scratch
+        and out are taken out once here; the environment's answer and arm means
+        (`kbsim.envs.step.env_answer` / `env_arm_means`) are inlined. Compiled with
+        ``_nrt=False`` (no reference counting, no allocation), so the policy's `prepare` /
+        `select` / `update` are inlined (`*_in_family`) instead of called with the state's ~50
+        arrays passed by value.
+        """
+        # per-worker values of the env (its arrays are read inside the inlined env_answer and
+        # env_arm_means: no call boundary, so no reference counting)
+        mode = env.iparams[I_ON_EXHAUST]
+        stop = mode == STOP
+        # pool and scratch arrays
+        p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
+        st_rep, st_size = state.rep, state.size
+        means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
+        child_phi, child_prof9 = scratch.child_phi, scratch.child_prof9
+        child_rt6 = scratch.child_rt6
+        # outputs
+        record = out.reward.shape[1] > 0
+        o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
+        o_reward, o_arm, o_best, o_regret = out.reward, out.arm_mean, out.best_mean, out.regret
+        o_cum, o_speed, o_pool, o_tok, o_usd = (out.cum_regret, out.best_speedup, out.pool_size,
+                                                out.tokens, out.cost_usd)
+        for e in range(worker, ep_task.shape[0], n_workers):
+            for i in range(state_buf.shape[0]):  # an element loop: LLVM makes it a memcpy
+                state_buf[i] = template_buf[i]
+            for d in range(prng.shape[0]):
+                prng[d] = ep_prng[e, d]
+                erng[d] = ep_erng[e, d]
+            task = ep_task[e]
+            pool.n[0] = 0
+            scratch.served[0] = 0
+            for i in range(cursor.shape[0]):
+                for j in range(cursor.shape[1]):
+                    cursor[i, j] = 0
+            if ekind == SYNTHETIC:
+                k0_ms = env_init(SYNTHETIC, env, task, pool, scratch, ep_n_init[e])
+            else:  # tape and fitted start alike
+                k0_ms = env_init(TAPE, env, task, pool, scratch, ep_n_init[e])
+            floor_ms = env.task_floor_ms[task] if ekind != SYNTHETIC else 0.0  # NOTE D46, D47
+            k_first = env.task_kstart[task]
+            best_mean = np.nan
+            best_ms = np.inf
+            for i in range(p_n[0]):
+                if ekind == SYNTHETIC:
+                    b = env_on_add(SYNTHETIC, env, task, pool, scratch, i)
+                elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and env_kind == FITTED):
+                    b = env_on_add(FITTED, env, task, pool, scratch, i)
+                else:
+                    b = env_on_add(TAPE, env, task, pool, scratch, i)
+                if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
+                    best_mean = b
+                best_ms = min(best_ms, p_ms[i])
+            served = 0
+            cum_regret = 0.0
+            tokens = 0
+            cost = 0.0
+            steps_run = steps
+            for t in range(steps):
+                if family == FAMILY_V2:  # the policies that profile representatives
+                    prepare_in_family(family, pkind, fparams, iparams, state, pool, prng)
+                    if _reps_pending(st_rep, st_size, p_hw):
+                        for j in range(representatives_in_family(family, state, pool, reps)):
+                            if ekind == SYNTHETIC:
+                                env_reveal_hw(SYNTHETIC, env, task, pool, reps[j])
+                            else:
+                                env_reveal_hw(TAPE, env, task, pool, reps[j])
+                # NOTE (issue #18): a not-applicable answer is no step: the pair is marked, the
+                # policy selects again; with no applicable pair left (parent -1) the episode
+                # ends here. The environment's answer is kbsim.envs.step.env_answer (the one
+                # dispatch on the env kind), inlined with a constant kind per branch, so
+                # numba prunes the other kinds' code from this worker (NOTE (D64))
+                ended = False
+                while True:
+                    cluster, s, parent, _ = select_in_family(family, pkind, fparams, iparams,
+                                                             state, pool, prng)
+                    if parent < 0:
+                        ended = True
+                        break
+                    if ekind == SYNTHETIC:
+                        status, child_ms, child_key, tok, c, fresh = env_answer(
+                            SYNTHETIC, env, task, k_first, mode, floor_ms, p_key[parent],
+                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
+                            child_prof9, child_rt6)
+                    elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and env_kind == FITTED):
+                        status, child_ms, child_key, tok, c, fresh = env_answer(
+                            FITTED, env, task, k_first, mode, floor_ms, p_key[parent],
+                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
+                            child_prof9, child_rt6)
+                    else:
+                        status, child_ms, child_key, tok, c, fresh = env_answer(
+                            TAPE, env, task, k_first, mode, floor_ms, p_key[parent],
+                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
+                            child_prof9, child_rt6)
+                    if status < 0:  # a `stop` tape ran out
+                        ended = True
+                        break
+                    served += fresh
+                    if status != NA_STATUS:
+                        break
+                    mark_na_inline(state, parent, s)
+                    tokens += tok
+                    cost += c
+                if ended:
+                    steps_run = t
+                    break
+                success = status == 1
+                reward = update_in_family(family, pkind, fparams, iparams, state, pool, cluster,
+                                          s, parent, child_ms, success)
+                arm_mean = means[parent, s]
+                regret = best_mean - arm_mean
+                if not np.isnan(regret):
+                    cum_regret += regret
+                tokens += tok
+                cost += c
+                step_best_mean = best_mean
+                if success:
+                    if child_ms < best_ms:
+                        best_ms = child_ms
+                    if grows:
+                        idx = pool_add(pool, child_phi, nan_hw, child_prof9, child_rt6, child_ms,
+                                       child_key)
+                        if idx >= 0:
+                            if ekind == SYNTHETIC:
+                                b = env_arm_means(SYNTHETIC, env, task, stop, child_key,
+                                                  p_phi[idx], p_ms[idx], floor_ms, means[idx])
+                            elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and
+                                                       env_kind == FITTED):
+                                b = env_arm_means(FITTED, env, task, stop, child_key,
+                                                  p_phi[idx], p_ms[idx], floor_ms, means[idx])
+                            else:
+                                b = env_arm_means(TAPE, env, task, stop, child_key,
+                                                  p_phi[idx], p_ms[idx], floor_ms, means[idx])
+                            if not np.isnan(b) and (np.isnan(best_mean) or b > best_mean):
+                                best_mean = b
+                if record:
+                    o_cluster[e, t] = cluster
+                    o_strategy[e, t] = s
+                    o_parent[e, t] = parent
+                    o_succ[e, t] = success
+                    o_reward[e, t] = reward
+                    o_arm[e, t] = arm_mean
+                    o_best[e, t] = step_best_mean
+                    o_regret[e, t] = regret
+                    o_cum[e, t] = cum_regret
+                    o_speed[e, t] = k0_ms / best_ms
+                    o_pool[e, t] = p_n[0]
+                    o_tok[e, t] = tokens
+                    o_usd[e, t] = cost
+            ep_out.steps_run[e] = steps_run
+            ep_out.served[e] = served
+            ep_out.final_speedup[e] = k0_ms / best_ms
+            ep_out.cum_regret[e] = cum_regret
+            ep_out.tokens[e] = tokens
+            ep_out.cost_usd[e] = cost
+
+    fit = {FITTED: FIT_ALWAYS, RECORDED: FIT_RUNTIME}.get(ekind, FIT_NEVER)
+    env_name = {kind: name for name, kind in ENV_KINDS.items()}.get(ekind, "recorded")
+    run_worker.__name__ = f"run_worker_{FAMILY_NAMES[family]}_{env_name}"
+    run_worker.__qualname__ = run_worker.__name__
+    return njit(cache=True, nogil=True, _nrt=False)(run_worker)
 
 
-@njit(cache=True, parallel=True)
-def run_chunk(
-    pkind, fparams, iparams, template, states, pools, scratches,
-    ekind, env, grows, profiles, ep_task, ep_n_init, ep_prng, ep_erng, steps, out, ep_out,
-) -> None:
-    """Run every episode of a chunk; worker w takes episodes w, w + W, ... (W = len(states)).
+_WORKERS: dict[tuple[int, int], Any] = {}
 
-    ep_prng / ep_erng: (E, 3) int64 RNG states (copied, not advanced). Episode results depend
-    only on their own row of ep_task / ep_n_init / ep_prng / ep_erng.
-    """
-    n_workers = len(states)
-    n_episodes = ep_task.shape[0]
-    for w in prange(n_workers):
-        wi = np.int64(w)
-        state = states[wi]
-        pool = pools[wi]
-        scratch = scratches[wi]
-        prng = np.empty(3, np.int64)
-        erng = np.empty(3, np.int64)
-        for e in range(wi, n_episodes, n_workers):
-            copy_into(state, template)
-            prng[:] = ep_prng[e]
-            erng[:] = ep_erng[e]
-            run_episode(pkind, fparams, iparams, state, pool, ekind, env, ep_task[e],
-                        ep_n_init[e], grows, profiles, scratch, prng, erng, steps, e, out,
-                        ep_out)
+
+def compiled_worker(family: int, ekind: int):
+    """The compiled worker for (policy family, env kind), built on first use (then cached by
+    numba on disk, per kbsim source version: `kbsim._numba_cache`)."""
+    key = (int(family), int(ekind))
+    worker = _WORKERS.get(key)
+    if worker is None:
+        worker = _WORKERS[key] = _make_worker(*key)
+    return worker
 
 
 def __getattr__(name: str):

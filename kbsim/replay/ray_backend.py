@@ -3,10 +3,10 @@ as Ray tasks on a cluster (`kernelband replay --backend ray [--address ADDR]`).
 
 Chunks are the local backend's: one policy x one environment x a contiguous range of its
 (task, seed) episodes, enumerated in the same order. Each chunk is one Ray task that runs the
-numba engine (`run_chunk`, prange over the task's CPUs) and sends back its summary rows and its
-per-step RESULTS_SCHEMA table; the driver writes each part file as soon as its chunk arrives,
-named by the chunk's index, so the output directory holds the same parts as the local backend's
-(with the same ``chunk_episodes``) whatever order the chunks finish in.
+numba engine (`run_chunk`, one worker thread per CPU of the task) and sends back its summary
+rows and its per-step RESULTS_SCHEMA table; the driver writes each part file as soon as its
+chunk arrives, named by the chunk's index, so the output directory holds the same parts as the
+local backend's (with the same ``chunk_episodes``) whatever order the chunks finish in.
 
 Results equal the local backend's: an episode depends only on its own two RNG states, derived from
 (seed, task) on the driver (`kbsim.rng.episode_rngs`), never on the worker, the chunking or the

@@ -1,7 +1,7 @@
 """`run_sweep`: policies x environments x tasks x seeds, in compiled parallel chunks.
 
 Episodes are (task, seed) pairs of one environment, run for one policy at a time in chunks of
-`chunk_episodes`; each chunk runs in parallel (numba prange over workers) and, when `out` is
+`chunk_episodes`; each chunk runs in parallel (one engine worker per thread) and, when `out` is
 given, is written as a RESULTS_SCHEMA part file as soon as it finishes. A tqdm bar counts chunks.
 
 Output directory layout::
@@ -17,7 +17,8 @@ directory reads as one RESULTS_SCHEMA dataset.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,18 @@ import numba
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from numba.typed import List
 from tqdm import tqdm
 
-from kbsim.envs.data import Env, new_scratch
-from kbsim.policies.spec import PolicySpec, is_v2_family, parse_policy
-from kbsim.policies.state import new_pool, new_state
-from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs, run_chunk
+from kbsim.envs.data import Env
+from kbsim.policies.spec import PolicySpec, parse_policy
+from kbsim.replay.chunks import (
+    Workspace,
+    engine_kinds,
+    new_workspace,
+    prepare_workers,
+    run_chunk,
+)
+from kbsim.replay.engine import EpisodeOut, StepOut, new_outputs
 from kbsim.rng import episode_rngs
 from kbsim.trace.layout import atomic_write_parquet
 from kbsim.trace.schema import RESULTS_SCHEMA
@@ -60,6 +66,10 @@ class SweepResult:
     summary: pd.DataFrame
     results: pa.Table | None  # per-step RESULTS_SCHEMA rows when out is None and keep_steps
     out: Path | None
+
+
+def _say_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _as_specs(policies: Sequence[str | PolicySpec]) -> list[PolicySpec]:
@@ -146,21 +156,10 @@ def _summary_rows(
     return pd.concat(frames, ignore_index=True)
 
 
-def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int) -> tuple:
-    """Per-worker policy states, pools and scratch arrays for chunks of `spec` on `env`
-    (reset per episode by the engine, so one workspace serves every chunk of the pair)."""
-    max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
-    template = new_state(spec, max_pool)
-    states = List([new_state(spec, max_pool) for _ in range(n_workers)])
-    pools = List([new_pool(max_pool) for _ in range(n_workers)])
-    scratches = List([new_scratch(env.data, max_pool) for _ in range(n_workers)])
-    return template, states, pools, scratches
-
-
 def run_chunk_rows(
     spec: PolicySpec, env: Env, ep_task: np.ndarray, ep_seed: np.ndarray, prng: np.ndarray,
     erng: np.ndarray, n_init: np.ndarray, steps: int, horizons: Sequence[int], *,
-    want_table: bool = True, workspace: tuple | None = None,
+    want_table: bool = True, workspace: Workspace | None = None,
 ) -> tuple[pd.DataFrame, pa.Table | None]:
     """Run one chunk of episodes (row e: task ep_task[e], seed ep_seed[e], RNG states prng[e]
     and erng[e]) with the compiled engine; its summary rows and, with want_table, its
@@ -168,12 +167,9 @@ def run_chunk_rows(
     (the Ray backend, kbsim.replay.ray_backend, runs chunks through this too)."""
     if workspace is None:
         workspace = new_workspace(spec, env, steps, numba.get_num_threads())
-    template, states, pools, scratches = workspace
     policy = str(spec)
     step_out, ep_out = new_outputs(len(ep_task), steps)
-    run_chunk(spec.kind, spec.fparams, spec.iparams, template, states, pools,
-              scratches, env.kind, env.data, env.grows, is_v2_family(spec.kind),
-              ep_task, n_init, prng, erng, steps, step_out, ep_out)
+    run_chunk(spec, env, workspace, ep_task, n_init, prng, erng, steps, step_out, ep_out)
     summary = _summary_rows(policy, env, ep_task, ep_seed, step_out, ep_out, horizons, steps)
     table = (_step_table(policy, env, ep_task, ep_seed, step_out, ep_out.steps_run)
              if want_table else None)
@@ -230,6 +226,7 @@ def run_sweep(
     chunk_episodes: int = 8192,
     threads: int | None = None,
     progress: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run every policy on every task of every env for every seed, `steps` steps each.
 
@@ -237,7 +234,9 @@ def run_sweep(
     (default [steps]; e.g. [20, 40] with steps=40 — policies are anytime, so the first 20
     steps of a 40-step episode are exactly a 20-step episode). With `out`, per-step rows are
     written as Parquet part files (unless write_steps=False) plus `_summary.parquet`; without
-    it they are returned in memory (keep_steps). `threads` sets numba's thread count.
+    it they are returned in memory (keep_steps). `threads` sets numba's thread count (the
+    engine's worker threads). The compiled workers the sweep needs are loaded or compiled
+    first; a compile is announced through `say` (default with `progress`: one line on stderr).
     """
     specs, env_list, seed_list, horizons = sweep_arguments(policies, envs, seeds, steps,
                                                              horizons)
@@ -263,12 +262,17 @@ def run_sweep(
     ) * len(specs)
     summaries: list[pd.DataFrame] = []
     tables: list[pa.Table] = []
+    if say is None and progress:
+        say = _say_stderr
+    # compile (or load) every worker first: a cold first run says so instead of a bar at 0 %
+    prepare_workers([(spec, env) for spec in specs for env in env_list], steps, say)
     bar = tqdm(total=total_chunks, unit="chunk", disable=not progress, desc="replay")
     part = 0
     want_table = (out_dir is not None and write_steps) or (out_dir is None and keep_steps)
+    kinds = engine_kinds({env.kind for env in env_list})
     for spec in specs:
         for env, ep_task, ep_seed, prng, erng, n_init in plans:
-            workspace = new_workspace(spec, env, steps, n_workers)
+            workspace = new_workspace(spec, env, steps, n_workers, engine_kind=kinds[env.kind])
             for lo in range(0, len(ep_task), chunk_episodes):
                 hi = min(lo + chunk_episodes, len(ep_task))
                 chunk_summary, table = run_chunk_rows(

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from kbsim.envs.registry import ENVIRONMENTS, build_env
+
 
 def _fail(message: str) -> None:
     click.echo(f"kernelband replay: {message}", err=True)
@@ -30,7 +32,7 @@ def _fail(message: str) -> None:
 @click.option("--seeds", default=10, show_default=True, type=int, help="Seeds 0..N-1 per task.")
 @click.option("--steps", default=None, type=int,
               help="Steps per episode (default: the preset's, else 40).")
-@click.option("--env", "env_name", type=click.Choice(["tape", "fitted", "synthetic"]),
+@click.option("--env", "env_name", type=click.Choice(list(ENVIRONMENTS)),
               default=None, help="Environment (default: synthetic with --synthetic, else tape).")
 @click.option("--on-exhaust", type=click.Choice(["resample", "nearest", "stop"]),
               default="resample", show_default=True, help="Tape env: when a tape runs out.")
@@ -114,33 +116,24 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
     if not traces and not synthetic_spec:
         raise ValueError("give a trace dataset (--trace DIR) or a synthetic spec (--synthetic)")
     env_name = env_name or ("synthetic" if synthetic_spec else "tape")
+    from_trace = ENVIRONMENTS[env_name].source == "trace"
     if synthetic_spec is not None:
-        if env_name != "synthetic":
+        if from_trace:
             raise ValueError(f"--env {env_name} needs --trace; --synthetic implies --env synthetic")
-        from kbsim.envs.synthetic import build_synthetic
-
-        env = build_synthetic(synthetic_spec)
+        env = build_env(env_name, synthetic_spec)
     else:
-        if env_name == "synthetic":
-            raise ValueError("--env synthetic needs --synthetic SPEC, not --trace")
+        if not from_trace:
+            raise ValueError(f"--env {env_name} needs --synthetic SPEC, not --trace")
         for path in traces:
             if not path.is_dir():
                 raise ValueError(f"trace directory {path} does not exist")
         from kbsim.envs.recorded import load_tables
 
-        steps_table, kernels = load_tables([str(p) for p in traces])
+        tables = load_tables([str(p) for p in traces])
         task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
-        description = ",".join(str(p) for p in traces)
-        if env_name == "tape":
-            from kbsim.envs.tape import build_tape
-
-            env = build_tape(steps_table, kernels, on_exhaust=on_exhaust, tasks=task_list,
-                             description=description)
-        else:
-            from kbsim.envs.fitted import build_fitted
-
-            env = build_fitted(steps_table, kernels, knn=knn, tasks=task_list,
-                               description=description)
+        env = build_env(env_name, tables, tasks=task_list,
+                        description=",".join(str(p) for p in traces), on_exhaust=on_exhaust,
+                        knn=knn)
     if threads is not None and threads < 1:
         raise ValueError(f"--threads must be >= 1, got {threads}")
     if threads is not None:

@@ -1,4 +1,4 @@
-"""Issue #20: the compiled replay loop (`kbsim.replay.engine.run_episode`) is the Python step
+"""Issue #20: the compiled replay loop (`kbsim.replay.engine`'s worker) is the Python step
 (`kbsim.policies.episode.Episode`, run by the live runner) inlined: a live run on CPU with the
 mutate proposer, replayed on its own tape with the same policy and seed, is reproduced step by
 step (arm, parent, status, reward bit for bit, pool growth), not-applicable attempts included."""
