@@ -17,8 +17,8 @@ first run compiles the engine per policy family and environment, 10-60 s, then i
 A/B against another tree (a `git archive` of main, say): run each with its own tree on the path,
 ``PYTHONPATH=<tree> python <tree>/benchmarks/bench_replay.py`` (the venv's editable install
 points at the checkout it was installed from, and would otherwise measure that one for both),
-alternate the trees, and compare medians and CPU seconds; a fresh ``NUMBA_CACHE_DIR`` per tree keeps their
-compiled code apart.
+alternate the trees, and compare medians and CPU seconds; a fresh ``NUMBA_CACHE_DIR`` per tree
+keeps their compiled code apart.
 """
 
 from __future__ import annotations
