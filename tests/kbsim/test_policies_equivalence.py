@@ -57,6 +57,29 @@ def _kernel_features(gen: np.random.Generator, parent_phi: np.ndarray, unknown_r
     return phi, hw, prof9, rt6
 
 
+def _update_and_grow(spec, gen: np.random.Generator, compiled: tuple, ref: tuple,
+                     hidden_hw: np.ndarray, cluster: int, strategy: int, parent: int, step: int,
+                     live_profiling: bool, key) -> float:
+    """One attempt's outcome drawn from `gen`, the update of both policies (rewards asserted
+    equal), and a correct child added to both pools (profile hidden when `live_profiling`;
+    its kernel key is ``key(index)``). Returns the reward."""
+    (state, pool), (state_r, pool_r) = compiled, ref
+    success = bool(gen.random() < 0.6 + 0.05 * strategy)
+    child_ms = float(pool.ms[parent] * math.exp(gen.normal(-0.03 * (strategy % 3), 0.15)))
+    r_got = update(spec.kind, spec.fparams, spec.iparams, state, pool, cluster, strategy,
+                   parent, child_ms, success)
+    r_want = update_ref(spec, state_r, pool_r, cluster, strategy, parent, child_ms, success)
+    assert r_got == r_want, f"step {step}: reward {r_got} != {r_want}"
+    if success and pool.n[0] < pool.ms.shape[0]:
+        phi, hw, prof9, rt6 = _kernel_features(gen, pool.phi[parent], 0.15)
+        k = int(pool.n[0])
+        hidden_hw[k] = hw
+        shown = np.full(3, np.nan) if live_profiling else hw
+        assert pool_add(pool, phi, shown, prof9, rt6, child_ms, key(k)) == k
+        pool_add(pool_r, phi, shown, prof9, rt6, child_ms, key(k))
+    return r_got
+
+
 def run_pair(spec_text: str, steps: int, seed: int, max_pool: int = 40,
              live_profiling: bool = False, check_state_every: int = 50) -> dict:
     """Run compiled and reference side by side; assert equality; return a small summary."""
@@ -84,19 +107,9 @@ def run_pair(spec_text: str, steps: int, seed: int, max_pool: int = 40,
         assert got[:3] == want[:3], f"step {step}: compiled {got} != reference {want}"
         assert _same(got[3], want[3]), f"step {step}: propensity {got[3]} != {want[3]}"
         cluster, strategy, parent, _ = got
-        success = bool(gen.random() < 0.6 + 0.05 * strategy)
-        child_ms = float(pool.ms[parent] * math.exp(gen.normal(-0.03 * (strategy % 3), 0.15)))
-        r_got = update(spec.kind, spec.fparams, spec.iparams, state, pool, cluster, strategy,
-                       parent, child_ms, success)
-        r_want = update_ref(spec, state_r, pool_r, cluster, strategy, parent, child_ms, success)
-        assert r_got == r_want, f"step {step}: reward {r_got} != {r_want}"
-        if success and pool.n[0] < max_pool:
-            phi, hw, prof9, rt6 = _kernel_features(gen, pool.phi[parent], 0.15)
-            k = int(pool.n[0])
-            hidden_hw[k] = hw
-            shown = np.full(3, np.nan) if live_profiling else hw
-            assert pool_add(pool, phi, shown, prof9, rt6, child_ms, step + 1) == k
-            pool_add(pool_r, phi, shown, prof9, rt6, child_ms, step + 1)
+        r_got = _update_and_grow(spec, gen, (state, pool), (state_r, pool_r), hidden_hw,
+                                 cluster, strategy, parent, step, live_profiling,
+                                 key=lambda k: step + 1)
         if step % check_state_every == 0 or step == steps - 1:
             _assert_states_equal(state, state_r, step)
             assert np.array_equal(rng, rng_r), f"RNG states differ at step {step}"

@@ -9,8 +9,6 @@ not applicable stops with its reason.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -24,7 +22,6 @@ from kbsim.policies import (
     prepare,
     representatives,
     select,
-    update,
 )
 from kbsim.policies.episode import NO_APPLICABLE_PAIR, Attempt, Episode
 from kbsim.policies.kernels import mark_na
@@ -33,11 +30,15 @@ from kbsim.policies.reference import (
     prepare_ref,
     representatives_ref,
     select_ref,
-    update_ref,
 )
 from kbsim.policies.spec import POLICY_NAMES
 from kbsim.rng import new_rng
-from tests.kbsim.test_policies_equivalence import _assert_states_equal, _kernel_features, _same
+from tests.kbsim.test_policies_equivalence import (
+    _assert_states_equal,
+    _kernel_features,
+    _same,
+    _update_and_grow,
+)
 
 #: the statistics a not-applicable answer must leave alone
 STATS = ("t", "mu", "cnt", "isq", "beta_a", "beta_b", "fmu", "fcnt", "w", "buf_x", "buf_s",
@@ -94,19 +95,8 @@ def run_na_pair(spec_text: str, steps: int, seed: int, rate: float, max_pool: in
         if stopped:
             break
         n_steps += 1
-        success = bool(gen.random() < 0.6 + 0.05 * strategy)
-        child_ms = float(pool.ms[parent] * math.exp(gen.normal(-0.03 * (strategy % 3), 0.15)))
-        r_got = update(spec.kind, spec.fparams, spec.iparams, state, pool, cluster, strategy,
-                       parent, child_ms, success)
-        r_want = update_ref(spec, state_r, pool_r, cluster, strategy, parent, child_ms, success)
-        assert r_got == r_want, f"step {step}: reward {r_got} != {r_want}"
-        if success and pool.n[0] < max_pool:
-            phi, hw, prof9, rt6 = _kernel_features(gen, pool.phi[parent], 0.15)
-            k = int(pool.n[0])
-            hidden_hw[k] = hw
-            shown = np.full(3, np.nan) if live_profiling else hw
-            pool_add(pool, phi, shown, prof9, rt6, child_ms, k)
-            pool_add(pool_r, phi, shown, prof9, rt6, child_ms, k)
+        _update_and_grow(spec, gen, (state, pool), (state_r, pool_r), hidden_hw, cluster,
+                         strategy, parent, step, live_profiling, key=lambda k: k)
         if step % 25 == 0:
             _assert_states_equal(state, state_r, step)
             assert np.array_equal(rng, rng_r)
