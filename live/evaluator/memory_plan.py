@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from live.evaluator.checks import CHUNK_ELEMENTS
+
 log = logging.getLogger(__name__)
 
 GIB = 2**30
@@ -39,7 +41,9 @@ CONTEXT_BYTES = int(0.75 * GIB)
 #: comparator work per output element: float64 copies of output and reference, the error, the
 #: limit and their temporaries alive at once, plus boolean masks (live.evaluator.checks.
 #: compare_output: 45-46 bytes counted; on an H200, 8 workers under a 24 GiB plan at 44 bytes
-#: ran bias_gelu's 16384 x 11008 check out of its allocator cap)
+#: ran bias_gelu's 16384 x 11008 check out of its allocator cap). The comparator works on at
+#: most ``CHUNK_ELEMENTS`` elements of one output at a time, plus a flat copy of a
+#: non-contiguous output.
 COMPARE_BYTES_PER_ELEMENT = 56
 #: slack on each worker's allocator cap over its planned bytes (fragmentation, rounding)
 ALLOCATOR_SLACK = 0.15
@@ -121,12 +125,14 @@ def estimate_shape(task: Any, shape: dict[str, int]) -> ShapeNeed:
         refs = tuple(refs) if isinstance(refs, (tuple, list)) else (refs,)
         in_bytes = _tensor_bytes(inputs)
         out_bytes = _tensor_bytes(refs)
-        out_elements = sum(x.numel() for x in refs if isinstance(x, torch.Tensor))
+        largest_out = max((x.numel() * x.element_size() for x in refs
+                           if isinstance(x, torch.Tensor)), default=0)
+        out_elements = max((x.numel() for x in refs if isinstance(x, torch.Tensor)), default=0)
     temporaries = max(recorder.total, out_bytes)  # the reference's outputs and temporaries
     # inputs + the unmodified-input clones + reference work + poisoned candidate outputs
     # + the comparator's float64 work on the largest output
-    peak = (2 * in_bytes + temporaries + out_bytes + COMPARE_BYTES_PER_ELEMENT * out_elements
-            + FLUSH_BYTES)
+    compare = COMPARE_BYTES_PER_ELEMENT * min(out_elements, CHUNK_ELEMENTS) + largest_out
+    peak = 2 * in_bytes + temporaries + out_bytes + compare + FLUSH_BYTES
     return ShapeNeed(inputs=in_bytes, outputs=out_bytes, peak=peak)
 
 

@@ -129,3 +129,28 @@ def test_outputs_written_in_part_compare_alike_from_filled_memory() -> None:
     assert check_call(lambda i, o: (writes_the_rest_too(*i),), half_written, (x,), tolerance,
                       sync, destination_passing=False,
                       call_context=lambda: checked_state(0)) is None
+
+
+def test_chunked_comparison_counts_like_one_pass(monkeypatch) -> None:
+    """The float64 work runs in chunks (memory); counts, the max error and NaN reporting are
+    those of the whole tensor, whatever the chunk size."""
+    import live.evaluator.checks as checks
+
+    torch.manual_seed(0)
+    ref = torch.randn(1000, dtype=torch.float32)
+    out = ref.clone()
+    out[[3, 500, 999]] += torch.tensor([0.5, 2.0, 0.25])
+    whole = checks.compare_output(out, ref, 1e-3, 1e-3)
+    monkeypatch.setattr(checks, "CHUNK_ELEMENTS", 7)
+    assert checks.compare_output(out, ref, 1e-3, 1e-3) == whole
+    assert whole.startswith("3/1000 elements differ, max abs error 2")
+    out[998] = float("nan")
+    assert checks.compare_output(out, ref, 1e-3, 1e-3).startswith("1/1000 elements differ: NaN")
+    nan_ref = ref.clone()
+    nan_ref[10] = float("nan")
+    strided = torch.stack([nan_ref, nan_ref]).t()  # non-contiguous, NaN in both: the same
+    assert checks.compare_output(strided.clone(), strided, 0.0, 0.0) is None
+    assert checks._same(strided, strided.clone())
+    changed = strided.clone()
+    changed[900, 1] += 1
+    assert not checks._same(strided, changed)
