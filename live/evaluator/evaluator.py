@@ -68,6 +68,9 @@ class Evaluator:
             from the tasks and the cap (workers may then be fewer than asked), ``False`` none.
             With a plan, each check reserves its task's bytes from the plan's pool, workers cap
             their allocator and input cache by it, and the plan's dropped shapes are skipped.
+            None also reads the tasks' per-shape verdicts from their load-time gold check
+            (NOTE D73: dropped shapes skipped, unchecked ones timed but not compared), which a
+            worker's rebuilt task does not hold; ``False`` skips both.
     """
 
     def __init__(
@@ -101,11 +104,19 @@ class Evaluator:
         self.startup_timeout_s = startup_timeout_s
         self.static_check = static_check
         self.gpu_lock = gpu_lock
-        if memory_plan is None and self.device == "cuda":
+        # the load-time gold check's per-shape verdicts (D73): dropped shapes are left out,
+        # unchecked ones timed but not compared; a worker rebuilds a task without them
+        self._verdicts: dict[str, tuple[list[int], list[int], list[str]]] = {}
+        if memory_plan is None:
             from live.evaluator.task_source import resolve_tasks
 
-            cap, source = resolve_cap(gpu_memory_gib)
-            memory_plan = plan_memory(resolve_tasks(self.task_spec), cap, workers, source)
+            tasks = resolve_tasks(self.task_spec)
+            self._verdicts = {t.name: (t.shapes_with("dropped"), t.shapes_with("unchecked"),
+                                       t.shape_notes())
+                              for t in tasks if t.shape_verdicts}
+            if self.device == "cuda":
+                cap, source = resolve_cap(gpu_memory_gib)
+                memory_plan = plan_memory(tasks, cap, workers, source)
         self.memory_plan: MemoryPlan | None = memory_plan or None
         self.memory_pool: MemoryPool | None = None
         if self.memory_plan is not None:
@@ -138,10 +149,12 @@ class Evaluator:
             self._all.discard(worker)
 
     def shape_notes(self, task_name: str) -> list[str]:
-        """The memory plan's notes for `task_name` (dropped shapes), empty without any."""
-        if self.memory_plan is None:
-            return []
-        return self.memory_plan.notes().get(task_name, [])
+        """The notes on `task_name`'s shapes: the gold check's verdicts (D73) and the memory
+        plan's dropped shapes; empty without any."""
+        notes = list(self._verdicts.get(task_name, ((), (), []))[2])
+        if self.memory_plan is not None:
+            notes += self.memory_plan.notes().get(task_name, [])
+        return notes
 
     @property
     def memory_plan_info(self) -> dict[str, Any] | None:
@@ -209,8 +222,12 @@ class Evaluator:
                    "code": code, "seed": seed, "n_seeds": self.n_seeds,
                    "baseline_code": baseline_code, "timing": asdict(self.timing),
                    "exclusive_timing": self.gpu_lock is not None}
-        if self.memory_plan is not None:
-            request["drop_shapes"] = self.memory_plan.dropped_shapes(task_name)
+        dropped, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
+        planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
+        if dropped or planned:
+            request["drop_shapes"] = sorted({*dropped, *planned})
+        if unchecked:
+            request["unchecked_shapes"] = list(unchecked)
         reserved = [0]
         if self.gpu_lock is None:
             try:

@@ -72,15 +72,33 @@ def install_quick_autotune() -> bool:
     return True
 
 
+#: rounds of a gold check in one worker: each round may add shapes where the gold code
+#: disagrees with itself (unchecked) or that do not fit (dropped); the last must pass cleanly
+MAX_ROUNDS = 4
+
+
 def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str,
-                         describe: str | None = None) -> dict[str, Any]:
+                         describe: str | None = None,
+                         verdicts: dict[str, dict[str, str]] | None = None,
+                         drop_out_of_memory: bool = False) -> dict[str, Any]:
     """Worker side: build the task, then judge its k0 as the evaluator judges any candidate.
 
-    Returns ``status`` (``ok``, ``build_error``, ``nondeterministic`` or the evaluator's failure
-    status), ``error``, ``recycle``, and ``meta``: ``describe(task)`` (a ``live.`` function
-    returning what the source caches to rebuild the task without running it). A k0 judged
-    ``incorrect`` is checked a second time: gold against gold under the same seeds can only
-    differ when the operator is nondeterministic (atomics, races, unseeded draws of its own).
+    Returns ``status`` (``ok``, ``build_error``, ``nondeterministic``, ``retry`` or the
+    evaluator's failure status), ``error``, ``recycle``, ``meta`` (``describe(task)``: a
+    ``live.`` function returning what the source caches to rebuild the task without running
+    it), ``shape_verdicts`` and ``shape_peaks``.
+
+    NOTE (D73): the verdict is per performance shape, not only per task. Checks go on past a
+    failing perf shape; a shape where k0 disagrees with the gold code (the same code under the
+    same seeds: only racing writes, atomics or memory it does not own can make them differ) is
+    marked ``unchecked`` (timed, not compared), and the check is repeated until a round passes
+    with every remaining shape compared (each then agreed twice) or `MAX_ROUNDS` run out. A
+    shape that runs out of memory is, with `drop_out_of_memory` (a retry with the device to
+    itself), ``dropped`` with every larger one; a fault that ends the worker (illegal memory
+    access) on a shape drops it and every larger one, and the check comes back as ``retry``
+    for the parent to run again in a fresh worker. A k0 judged ``incorrect`` outside the perf
+    shapes (the operator's own test code) is checked a second time, as before: the operator
+    is ``nondeterministic``.
     """
     if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
         install_quick_autotune()
@@ -100,10 +118,10 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
             raise ValueError(f"describe {describe!r} is not a kernelband function")
         module_name, _, function = describe.rpartition(".")
         meta = getattr(__import__(module_name, fromlist=[function]), function)(task)
-    request = {"op": "evaluate", "task_spec": task_spec, "task_name": task_name,
-               "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True}
+    known = {int(k): dict(v) for k, v in (verdicts or {}).items()}
     try:
-        return _judge(runner, workdir, request, meta)
+        return _judge(runner, workdir, task, task_spec, task_name, meta, known,
+                      drop_out_of_memory)
     finally:  # this worker's next check is another task's: its inputs are of no more use
         with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
             runner.release_inputs()
@@ -111,21 +129,91 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
             task.release()
 
 
-def _judge(runner: Any, workdir: Path, request: dict[str, Any],
-           meta: Any) -> dict[str, Any]:
-    first = runner.evaluate(request, workdir, on_compiled=lambda: None)
-    result = {"status": first["status"], "error": first.get("error"),
-              "recycle": bool(first.get("recycle")), "meta": meta,
-              "check_s": first.get("check_s"), "compile_s": first.get("compile_s")}
-    if first["status"] == "incorrect" and not result["recycle"]:
-        second = runner.evaluate(request, workdir, on_compiled=lambda: None)
-        times = "in both of two checks" if second["status"] == "incorrect" else \
-            "in one of two checks"
-        result.update(status=NONDETERMINISTIC, recycle=bool(second.get("recycle")),
-                      error=f"nondeterministic: the gold code disagrees with itself under the "
-                            f"same seeds {times} (atomics, races, or memory it does not own: "
-                            f"uninitialised or out of bounds): {first.get('error')}")
-    return result
+def _larger_or_equal(task: Any, index: int) -> list[int]:
+    """`index` and every perf shape at least as big (by input bytes; by index without sizes)."""
+    sizes = task.shape_bytes
+    if sizes is None:
+        return list(range(index, len(task.perf_shapes)))
+    return [i for i in range(len(task.perf_shapes)) if sizes[i] >= sizes[index]]
+
+
+def _drop(task: Any, verdicts: dict[int, dict[str, str]], index: int, why: str) -> None:
+    for i in _larger_or_equal(task, index):
+        if verdicts.get(i, {}).get("kind") != "dropped":
+            reason = why if i == index else f"larger than perf shape {index}, which {why}"
+            verdicts[i] = {"kind": "dropped", "reason": reason[:300]}
+
+
+def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str, meta: Any,
+           verdicts: dict[int, dict[str, str]], drop_out_of_memory: bool) -> dict[str, Any]:
+    peaks: dict[int, int] = {}
+
+    def request() -> dict[str, Any]:
+        return {"op": "evaluate", "task_spec": task_spec, "task_name": task_name,
+                "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True,
+                "keep_going": True, "measure_peaks": True,
+                "drop_shapes": sorted(i for i, v in verdicts.items() if v["kind"] == "dropped"),
+                "unchecked_shapes": sorted(i for i, v in verdicts.items()
+                                           if v["kind"] == "unchecked")}
+
+    def result(response: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"status": response["status"], "error": response.get("error"),
+                "recycle": bool(response.get("recycle")), "meta": meta,
+                "check_s": response.get("check_s"), "compile_s": response.get("compile_s"),
+                "shape_verdicts": {str(k): v for k, v in sorted(verdicts.items())},
+                "shape_peaks": {str(k): v for k, v in sorted(peaks.items())}, **extra}
+
+    response: dict[str, Any] = {}
+    for _ in range(MAX_ROUNDS):
+        if len(verdicts) >= len(task.perf_shapes) and task.perf_shapes:
+            return result({"status": "incorrect", "recycle": False, "error": (
+                "no performance input left to check: " + "; ".join(
+                    f"{i}: {v['kind']} ({v['reason']})" for i, v in sorted(verdicts.items())))})
+        response = runner.evaluate(request(), workdir, on_compiled=lambda: None)
+        peaks.update({int(k): int(v) for k, v in (response.get("shape_peaks") or {}).items()})
+        if response["status"] == "ok":
+            return result(response)
+        failed = response.get("failed_shape")
+        if response.get("recycle"):  # a sticky fault: this worker is done, a fresh one retries
+            if failed is None:
+                return result(response)
+            _drop(task, verdicts, int(failed), f"makes the gold code fail: "
+                  f"{response.get('status')}: {response.get('error')}")
+            return result(response, status="retry")
+        failures = {int(k): v for k, v in (response.get("shape_failures") or {}).items()}
+        if not failures:  # not a perf shape: the test code, or a failure that ends the check
+            if response["status"] != "incorrect" or failed is not None:
+                return result(response)
+            return _second_opinion(runner, workdir, request(), response, result)
+        for index, failure in sorted(failures.items()):
+            if failure["status"] == "incorrect":
+                verdicts[index] = {"kind": "unchecked", "reason": (
+                    f"the gold code disagrees with itself under the same seed: "
+                    f"{failure['error']}")[:300]}
+            elif drop_out_of_memory:
+                _drop(task, verdicts, index, f"runs out of memory in the gold check: "
+                      f"{failure['error']}")
+            else:  # out of memory beside other checks: the parent retries it alone
+                return result({**response, "status": failure["status"],
+                               "error": failure["error"]})
+    return result(response, status=NONDETERMINISTIC, error=(
+        f"nondeterministic: the gold code disagreed with itself on new shapes in each of "
+        f"{MAX_ROUNDS} checks: {response.get('error')}"))
+
+
+def _second_opinion(runner: Any, workdir: Path, request: dict[str, Any],
+                    first: dict[str, Any], result: Callable[..., dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """k0 judged incorrect by the operator's own test code: gold against gold under the same
+    seeds can only differ when the operator is nondeterministic; a second check says whether
+    that happens every time."""
+    second = runner.evaluate(request, workdir, on_compiled=lambda: None)
+    times = "in both of two checks" if second["status"] == "incorrect" else \
+        "in one of two checks"
+    return result({**first, "recycle": bool(second.get("recycle"))}, status=NONDETERMINISTIC,
+                  error=f"nondeterministic: the gold code disagrees with itself under the "
+                        f"same seeds {times} (atomics, races, or memory it does not own: "
+                        f"uninitialised or out of bounds): {first.get('error')}")
 
 
 def check_tasks(

@@ -137,12 +137,21 @@ def estimate_shape(task: Any, shape: dict[str, int]) -> ShapeNeed:
 
 
 def estimate_task(task: Any) -> TaskMemory:
-    """Every perf and test shape of `task`; a shape whose fake run fails has no estimate, and
-    neither has a task that runs its own code to make inputs (``call_style`` ``returns``, e.g.
-    TritonBench-G operators: their test code is not run under fake tensors)."""
+    """Every perf and test shape of `task`; a shape whose fake run fails has no estimate. A task
+    that runs its own code to make inputs (``call_style`` ``returns``, e.g. TritonBench-G
+    operators: their scripts are not run under fake tensors) has the peaks its source measured
+    at load time (``Task.measured_peak_bytes``), else none."""
     if getattr(task, "call_style", "dps") != "dps":
-        return TaskMemory(task.name, [None] * len(task.perf_shapes),
-                          [None] * len(task.test_shapes))
+        # measured at load time where the source did (TritonBench-G: each checked shape's peak
+        # in the gold check, which holds the same copies and comparator work as a candidate's)
+        peaks = getattr(task, "measured_peak_bytes", None) or {}
+        sizes = getattr(task, "shape_bytes", None) or ()
+        perf = [ShapeNeed(inputs=sizes[i] if i < len(sizes) else peaks[i], outputs=0,
+                          peak=peaks[i] + FLUSH_BYTES) if i in peaks else None
+                for i in range(len(task.perf_shapes))]
+        # shapes the gold check dropped are not run at all: nothing to reserve for them
+        gone = [i for i, v in getattr(task, "shape_verdicts", {}).items() if v.kind == "dropped"]
+        return TaskMemory(task.name, perf, [None] * len(task.test_shapes), dropped=sorted(gone))
 
     def one(shape: dict[str, int]) -> ShapeNeed | None:
         try:

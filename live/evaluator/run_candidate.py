@@ -141,6 +141,22 @@ class InputCache:
         return pristine
 
 
+def _out_of_memory(outcome: Outcome) -> bool:
+    return outcome.status == "runtime_error" and "out of memory" in outcome.message
+
+
+def timed_indices(task: Any, kept: list[int]) -> list[int]:
+    """The perf shapes to time among `kept`: all of them, or the task's ``max_timed_shapes``
+    largest by ``shape_bytes`` (NOTE D74), in index order."""
+    limit = getattr(task, "max_timed_shapes", None)
+    sizes = getattr(task, "shape_bytes", None)
+    if limit is None or len(kept) <= limit:
+        return list(kept)
+    if sizes is None:
+        return list(kept[-limit:])
+    return sorted(sorted(kept, key=lambda i: (-sizes[i], -i))[:limit])
+
+
 class CandidateRunner:
     """Evaluates requests for one device, caching tasks by (spec, name) and their inputs."""
 
@@ -214,7 +230,7 @@ class CandidateRunner:
     def _evaluate_once(self, request: dict[str, Any], workdir: Path,
                        on_compiled: Callable[[], None],
                        await_turn: Callable[[str], bool] | None) -> dict[str, Any]:
-        phases: dict[str, float] = {}
+        phases: dict[str, Any] = {}  # timings, and what a gold check reads (D73)
         names: list[str] = []
         try:
             return self._evaluate(request, workdir, on_compiled, phases, names, await_turn)
@@ -254,7 +270,7 @@ class CandidateRunner:
             raise Outcome("incorrect", f"{label}: {failure.message}")
 
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
-                  phases: dict[str, float], names: list[str],
+                  phases: dict[str, Any], names: list[str],
                   await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
         try:
             task = self._task(request["task_spec"], request["task_name"])
@@ -265,28 +281,77 @@ class CandidateRunner:
         n_seeds = int(request.get("n_seeds", 3))
         dev = self.device
         module = self._load(request["code"], workdir, task, names)
-        # the memory plan's dropped shapes (indices into the timed list) are left out
-        drop = set(request.get("drop_shapes") or ())
+        # the memory plan's dropped shapes (indices into the timed list) are left out, and so
+        # are the shapes the load-time gold check dropped; the shapes where the gold code
+        # disagrees with itself are timed but not compared (NOTE D73)
+        drop = set(request.get("drop_shapes") or ()) | set(task.shapes_with("dropped"))
+        unchecked = set(request.get("unchecked_shapes") or ()) | set(
+            task.shapes_with("unchecked"))
+        kept = [i for i in range(len(task.perf_shapes)) if i not in drop]
         if dev == "cuda":
-            check_shapes = [dict(s) for s in task.test_shapes]
-            timed_shapes = [dict(s) for i, s in enumerate(task.perf_shapes) if i not in drop]
-        else:
-            check_shapes = [dict(s) for i, s in enumerate(task.cpu_shapes) if i not in drop]
-            timed_shapes = list(check_shapes)
+            check_shapes = [(dict(s), None) for s in task.test_shapes]
+            timed = timed_indices(task, kept)
+            timed_shapes = [dict(task.perf_shapes[i]) for i in timed]
+        else:  # the CPU shapes stand in for the perf shapes: a CPU shape that is a perf
+            # shape (TritonBench-G) goes by that shape's index, any other by its position
+            perf = [dict(s) for s in task.perf_shapes]
+            cpu = [(dict(s), perf.index(dict(s)) if dict(s) in perf else position)
+                   for position, s in enumerate(task.cpu_shapes)]
+            cpu = [(s, i) for s, i in cpu if i not in drop]
+            check_shapes = [(s, i) for s, i in cpu if i not in unchecked]
+            timed_shapes = [s for s, _ in cpu]
         # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
         # on the very inputs it is then timed with (big inputs dominate evaluation cost).
         # NOTE (D50): the perf shapes' inputs use one fixed seed (PERF_SEED) for every
         # candidate: all candidates of a task are timed on identical inputs, and a worker keeps
         # them (InputCache) instead of rebuilding hundreds of MB per attempt; the varying seeds
         # of the test shapes still catch candidates that memorize outputs.
-        plan = [(s, seed + k) for s in check_shapes for k in range(n_seeds)]
+        # plan entries: (shape, seed, perf-shape index or None)
+        plan: list[tuple[dict, int, int | None]] = [
+            (s, seed + k, i) for s, i in check_shapes for k in range(n_seeds)]
         timed_seed = PERF_SEED if dev == "cuda" else seed  # CPU: the first check seed's inputs
         if dev == "cuda":
-            plan += [(s, PERF_SEED) for s in timed_shapes]
+            plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in kept
+                     if i not in unchecked]
+        if not plan and getattr(task, "source_check", None) is None:
+            raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
+        # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to
+        # measure each shape's peak device memory (live.evaluator.gold, NOTE D73)
+        keep_going = bool(request.get("check_only") and request.get("keep_going"))
+        peaks: dict[int, int] | None = {} if request.get("measure_peaks") and dev == "cuda" \
+            else None
+        failures: dict[int, dict[str, str]] = {}
+
+        def check(entry: tuple[dict, int, int | None]) -> None:
+            shape, shape_seed, index = entry
+            phases["failed_shape"] = index
+            if peaks is not None and index is not None:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                before = torch.cuda.memory_allocated()
+            try:
+                self._run_check(task, module, self._make_inputs(task, shape, shape_seed),
+                                f"shape {shape} seed {shape_seed}")
+            except Outcome as outcome:
+                # out of memory is not a sticky fault (a worker recycles after any runtime
+                # error only to be safe): the check goes on with the next shape
+                if not keep_going or index is None or not (
+                        (outcome.status == "incorrect" and not outcome.recycle)
+                        or _out_of_memory(outcome)):
+                    raise
+                failures[index] = {"status": outcome.status, "error": outcome.message}
+                if outcome.status == "incorrect" and peaks is not None:
+                    peaks[index] = int(torch.cuda.max_memory_allocated() - before)
+                self.release_inputs()
+            else:
+                if peaks is not None and index is not None:
+                    torch.cuda.synchronize()
+                    peaks[index] = int(torch.cuda.max_memory_allocated() - before)
+            phases.pop("failed_shape", None)
+
         started = time.perf_counter()
-        first_shape, first_seed = plan[0]
-        self._run_check(task, module, self._make_inputs(task, first_shape, first_seed),
-                        f"shape {first_shape} seed {first_seed}")
+        if plan:  # the first check compiles (a tiny shape); else the source check will
+            check(plan[0])
         phases["compile_s"] = time.perf_counter() - started
         on_compiled()
         if await_turn is not None:
@@ -307,10 +372,12 @@ class CandidateRunner:
             raise Outcome("runtime_error", "the evaluator went away before checking",
                           recycle=True)
         started = time.perf_counter()
-        for shape, shape_seed in plan[1:]:
-            self._run_check(task, module, self._make_inputs(task, shape, shape_seed),
-                            f"shape {shape} seed {shape_seed}")
+        for entry in plan[1:]:
+            check(entry)
+        if peaks is not None:
+            phases["shape_peaks"] = peaks
         source_check = getattr(task, "source_check", None)
+        phases["failed_shape"] = None
         if source_check is not None:
             try:
                 problem = source_check(request["code"], dev)
@@ -320,7 +387,12 @@ class CandidateRunner:
                               outcome.recycle) from None
             if problem is not None:
                 raise Outcome("incorrect", f"source check: {problem}")
+        phases.pop("failed_shape", None)
         phases["check_s"] = time.perf_counter() - started + inputs_s
+        if failures:  # keep_going: every failing perf shape, for the gold check to judge
+            first = min(failures)
+            phases["shape_failures"] = failures
+            raise Outcome(failures[first]["status"], failures[first]["error"])
         if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
             return {"status": "ok", "error": None, "correct": True, "recycle": False, **phases}
 

@@ -62,6 +62,17 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 
 @dataclass(frozen=True)
+class ShapeVerdict:
+    """What the load-time gold check decided for one perf shape (NOTE D73)."""
+
+    kind: str  # "dropped" | "unchecked"
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class Task:
     """One kernel optimization task.
 
@@ -97,6 +108,16 @@ class Task:
         language: the kernel language of k0 and of every candidate (a key of
             ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
             profiler's kernel filter and the metadata reader follow it.
+        shape_verdicts: per perf-shape index, what the load-time gold check found there
+            (``ShapeVerdict``): ``dropped`` (neither checked nor timed: the gold code runs out
+            of memory on this card or faults on it) or ``unchecked`` (timed, not compared: the
+            gold code disagrees with itself there). Shapes without a verdict are checked and
+            timed. NOTE (D73).
+        shape_bytes: optional bytes of each perf shape's inputs (for choosing the timed ones).
+        max_timed_shapes: time at most this many perf shapes, the largest by ``shape_bytes``
+            (None: every kept shape). NOTE (D74).
+        measured_peak_bytes: per perf-shape index, the device bytes its load-time check peaked
+            at (the memory plan's figure for tasks it cannot estimate under fake tensors).
     """
 
     name: str
@@ -121,6 +142,10 @@ class Task:
     language: str = "triton"
     call_context: Callable[[], AbstractContextManager[Any]] | None = None
     release: Callable[[], None] | None = None
+    shape_verdicts: dict[int, ShapeVerdict] = field(default_factory=dict)
+    shape_bytes: tuple[int, ...] | None = None
+    max_timed_shapes: int | None = None
+    measured_peak_bytes: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
@@ -135,6 +160,15 @@ class Task:
         if self.language not in LANGUAGES:
             raise ValueError(f"task {self.name!r}: language must be one of "
                              f"{tuple(LANGUAGES)}, not {self.language!r}.")
+
+    def shapes_with(self, kind: str) -> list[int]:
+        """Perf-shape indices whose verdict is `kind` (``dropped`` or ``unchecked``)."""
+        return sorted(i for i, v in self.shape_verdicts.items() if v.kind == kind)
+
+    def shape_notes(self) -> list[str]:
+        """One line per perf shape with a verdict, for summaries and manifests."""
+        return [f"perf shape {i} {v.kind}: {v.reason}"
+                for i, v in sorted(self.shape_verdicts.items())]
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for outputs of this dtype (``float32`` or ``torch.float32``)."""

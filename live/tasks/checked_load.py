@@ -45,6 +45,9 @@ CHECK_MEMORY_MB = 65536
 #: `context_attn_nopad` makes 33 GB of inputs on the host)
 RETRY_WORKERS = 1
 RETRY_MEMORY_MB = 100000
+#: a check whose gold code faults on a shape (illegal memory access) runs again in a fresh
+#: worker without that shape and every larger one, at most this many times (D73)
+MAX_FAULT_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -113,16 +116,23 @@ def checked_load(
     for item in items:
         record = records[item.name]
         if record["passed"]:
+            meta = record["meta"]
+            if isinstance(meta, dict):  # the check's per-shape findings travel with it (D73)
+                meta = {**meta, "verdicts": record.get("shape_verdicts") or {},
+                        "peaks": record.get("shape_peaks") or {}}
             try:
-                tasks.append(build(item, record["meta"]))
+                tasks.append(build(item, meta))
                 continue
             except Exception as exc:  # noqa: BLE001 - a cached entry that no longer builds
                 record = {**record, "reason": f"could not build the task from its check: "
                                               f"{type(exc).__name__}: {exc}"}
         skipped.append(Skipped(item.name, record["reason"], record.get("plain_script")))
+    with_verdicts = {name: record.get("shape_verdicts") for name, record in records.items()
+                     if record["passed"] and record.get("shape_verdicts")}
     stats = {"device": device, "device_name": env["device_name"], "operators": len(items),
              "passed": len(tasks), "checked": len(todo), "cached": len(items) - len(todo),
-             "seconds": time.perf_counter() - started}
+             "seconds": time.perf_counter() - started,
+             "passed_with_shape_verdicts": with_verdicts}
     return Loaded(tasks, skipped, stats)
 
 
@@ -146,24 +156,44 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                                                item.plain_script.timeout_s)
                    for item in by_name.values() if item.plain_script is not None}
 
+    fault_retries: dict[str, int] = {}
+    again: dict[str, Call] = {}
+
     def done(call: Call, result: dict[str, Any], retried: bool = False) -> None:
         if call.key.startswith(PLAIN_KEY):
             name = call.key.removeprefix(PLAIN_KEY)
             keep(name, {**records[name], "plain_script": _plain_outcome(result)})
-        else:
-            passed = result.get("status") == "ok"
-            keep(call.key, {"name": call.key, "passed": passed, "status": result.get("status"),
-                            "reason": None if passed else _reason(result), "plain_script": None,
-                            "meta": result.get("meta"), "check_s": result.get("check_s"),
-                            "wall_s": result.get("wall_s"),
-                            "finished_at_s": time.perf_counter() - started},
-                 persist=retried or not _oom(result))
+            bar.update(1)
+            return
+        if result.get("status") == "retry":  # a fault dropped shapes: a fresh worker goes on
+            tries = fault_retries.get(call.key, 0)
+            if tries < MAX_FAULT_RETRIES:
+                fault_retries[call.key] = tries + 1
+                again[call.key] = Call(call.key, call.function, {
+                    **call.kwargs, "verdicts": result.get("shape_verdicts") or {}},
+                    call.timeout_s)
+                bar.total += 1
+                bar.update(1)
+                return
+            result = {**result, "status": "runtime_error"}
+        passed = result.get("status") == "ok"
+        keep(call.key, {"name": call.key, "passed": passed, "status": result.get("status"),
+                        "reason": None if passed else _reason(result), "plain_script": None,
+                        "meta": result.get("meta"), "check_s": result.get("check_s"),
+                        "wall_s": result.get("wall_s"),
+                        "shape_verdicts": result.get("shape_verdicts") or {},
+                        "shape_peaks": result.get("shape_peaks") or {},
+                        "finished_at_s": time.perf_counter() - started},
+             persist=retried or not _oom(result))
         bar.update(1)
 
     def plain_script_of_failure(call: Call, result: dict[str, Any],
                                 retried: bool = False) -> Call | None:
         """A failed check's plain-script run, queued at once in the same pool (a check out of
-        memory is retried first, below, and explained after that)."""
+        memory is retried first, below, and explained after that); or the check again in a
+        fresh worker, after a fault on a shape it has now dropped."""
+        if call.key in again:
+            return again.pop(call.key)
         if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok" or (
                 _oom(result) and not retried):
             return None
@@ -177,8 +207,12 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                             memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
                             follow_up=plain_script_of_failure)
         # a check that ran out of memory beside 15 others is retried alone, with room for more
-        # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU)
-        oom = [c for c in calls if _oom(results[c.key])]
+        # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU); a shape that runs out of memory
+        # then is dropped (with every larger one), not the operator (D73)
+        oom = [Call(c.key, c.function, {**c.kwargs, "drop_out_of_memory": True,
+                                        "verdicts": results[c.key].get("shape_verdicts") or {}},
+                    c.timeout_s)
+               for c in calls if _oom(results[c.key])]
         if oom:
             bar.total += len(oom)
             bar.set_description("gold checks out of memory, again with fewer beside them")

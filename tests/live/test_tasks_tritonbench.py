@@ -23,7 +23,8 @@ from live.tasks.tritonbench import (
 
 MINI = Path(__file__).parent / "fixtures" / "tritonbench_mini"
 #: the fixture's operators that pass gold vs gold, and those skipped (one per failure class)
-PASSING = ["add", "kv_copy", "nested_scale", "noisy_scale", "row_sum", "unseeded_mul"]
+PASSING = ["add", "big_fault", "big_oom", "empty_index", "kv_copy", "nested_scale",
+           "noisy_scale", "racy_scatter", "row_sum", "unseeded_mul"]
 SKIPPED = ["crash_op", "racy_sum"]
 
 
@@ -178,6 +179,67 @@ def test_every_failure_class_is_loaded_or_skipped_with_its_reason(loaded) -> Non
     assert loaded.stats["checked"] == 0
 
 
+def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator(loaded) -> None:
+    """NOTE D73: per-shape verdicts of the gold check, kept in the cache and the task."""
+    tasks = {t.name.removeprefix("tritonbench/"): t for t in loaded[0]}
+    # colliding scatter indices in the perf inputs: the gold code disagrees with itself there,
+    # so those shapes are timed but not compared; its own test code (distinct indices) checks
+    scatter = tasks["racy_scatter"]
+    assert scatter.shapes_with("unchecked") == [0, 1] and scatter.shapes_with("dropped") == []
+    assert all("disagrees with itself" in note and "written in place by the reference" in note
+               for note in scatter.shape_notes())
+    # a fault on the larger inputs (a sticky CUDA error on a GPU): that shape and every larger
+    # one are dropped, the check runs again in a fresh worker and passes on the rest
+    fault = tasks["big_fault"]
+    assert fault.shapes_with("dropped") == [1, 2]
+    assert "illegal memory access" in fault.shape_verdicts[1].reason
+    assert fault.shape_verdicts[2].reason.startswith("larger than perf shape 1")
+    # out of memory beside the other checks, then again alone: dropped with every larger one
+    oom = tasks["big_oom"]
+    assert oom.shapes_with("dropped") == [1, 2]
+    assert "runs out of memory in the gold check" in oom.shape_verdicts[1].reason
+    # an index table the script made with torch.empty: zeros while it is built (D72)
+    assert tasks["empty_index"].shape_verdicts == {}
+    # a cached load rebuilds the same verdicts without running anything
+    again = {t.name: t for t in load_tritonbench(MINI, device="cpu")[0]}
+    assert again["tritonbench/racy_scatter"].shape_verdicts == scatter.shape_verdicts
+    assert again["tritonbench/big_fault"].shape_verdicts == fault.shape_verdicts
+
+
+def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
+    """The live evaluator leaves dropped shapes out and does not compare unchecked ones: the
+    gold code itself (k0) passes on a racy scatter, and a wrong candidate still fails on the
+    operator's own test code."""
+    from live.evaluator.evaluator import Evaluator
+
+    spec = f"tritonbench:{MINI}"
+    scatter = _task(loaded, "racy_scatter")
+    wrong = scatter.k0.replace("tl.store(cache_ptr + dest * row_len + cols, values",
+                               "tl.store(cache_ptr + dest * row_len + cols, values + 1")
+    assert wrong != scatter.k0
+    fault = _task(loaded, "big_fault")
+    with Evaluator(spec, device="cpu", workers=1) as ev:
+        assert ev.shape_notes(scatter.name) == scatter.shape_notes()
+        k0 = ev.evaluate(scatter.name, scatter.k0, seed=0)
+        bad = ev.evaluate(scatter.name, wrong, seed=0)
+        fault_k0 = ev.evaluate(fault.name, fault.k0, seed=0)
+    assert k0.status == "ok", k0.error
+    assert bad.status == "incorrect" and "source check" in bad.error
+    assert fault_k0.status == "ok" and [s["index"] for s in fault_k0.shapes] == [0]
+
+
+def test_input_tables_made_with_torch_empty_are_zeros_while_the_script_builds_them() -> None:
+    from live.tasks.tritonbench.operator import zeroed_empty_tensors
+
+    factories = (torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty)
+    with zeroed_empty_tensors():
+        made = [torch.empty(1000, dtype=torch.int64), torch.empty_like(torch.ones(7)),
+                torch.empty_strided((3, 3), (3, 1)), torch.ones(2).new_empty(50)]
+    assert all(int(torch.count_nonzero(x)) == 0 for x in made)
+    assert (torch.empty, torch.empty_like, torch.empty_strided,
+            torch.Tensor.new_empty) == factories  # put back afterwards
+
+
 def test_test_code_runs_under_one_seeded_rng_state_and_restores_it() -> None:
     import random
 
@@ -265,7 +327,8 @@ def test_other_seeds_keep_only_the_test_shapes_inputs(loaded) -> None:
     add = _task(loaded, "add")
     path = add.source.removeprefix("tritonbench:")
     operator.release_caches()
-    small_index = add.test_shapes[0]["index"]
+    assert add.test_shapes == []  # on a GPU: perf inputs and the test code only (D74)
+    small_index = add.cpu_shapes[0]["index"]
     (x5, _) = add.make_inputs({"index": small_index}, 5, "cpu")
     # a test shape under another seed: made once, kept without the big perf inputs
     assert operator._cpu_inputs.cache_info().currsize == 0
@@ -273,6 +336,6 @@ def test_other_seeds_keep_only_the_test_shapes_inputs(loaded) -> None:
     assert operator._small_cpu_inputs.cache_info().hits >= 1 and again[0].equal(x5)
     full, _ = operator._generate_inputs(path, "add", 5)
     assert full[small_index][0].equal(x5)  # the same draw as the whole set's
-    big = next(s for s in add.perf_shapes if s not in add.test_shapes)
+    big = next(s for s in add.perf_shapes if s not in add.cpu_shapes)
     (xb, _) = add.make_inputs(big, 5, "cpu")  # a perf shape under that seed: the whole set
     assert xb.equal(full[big["index"]][0]) and operator._cpu_inputs.cache_info().currsize == 1

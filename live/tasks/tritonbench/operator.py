@@ -14,8 +14,9 @@ draw their own random inputs inside the call), but not the timed ones. Byte and 
 come from ``get_gbps`` and ``get_tflops`` evaluated at a runtime of 1 ms.
 
 Inputs are made on the CPU by ``get_input_tensors()`` under a seeded RNG state (restored
-afterwards) and moved to the GPU with the script's own ``to_cuda`` (nested entries and module
-objects included); on the CPU they are moved recursively.
+afterwards), ``torch.empty`` giving zeros there (D72), and moved to the GPU with the script's
+own ``to_cuda`` (nested entries and module objects included); on the CPU they are moved
+recursively.
 
 What the parent needs to build a task without running anything (``OperatorMeta``: number of
 inputs, their sizes, byte/FLOP tables) is computed once in a worker and cached with the gold
@@ -28,7 +29,7 @@ import contextlib
 import functools
 import random
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,7 +38,7 @@ import torch
 
 from live.evaluator.checks import compare_values
 from live.evaluator.run_candidate import PERF_SEED
-from live.tasks.base import DEFAULT_TOLERANCES, Task
+from live.tasks.base import DEFAULT_TOLERANCES, ShapeVerdict, Task
 from live.tasks.loading import import_source
 from live.tasks.tritonbench.format import (
     NAME_PREFIX,
@@ -54,6 +55,12 @@ from live.tasks.tritonbench.format import (
 _CPU_SHAPES = 2
 #: the seed of the RNG state the operator's test code runs under (gold and candidate alike)
 TEST_CODE_SEED = 0
+#: NOTE (D74): perf shapes timed per candidate, the largest by input bytes (every kept shape
+#: is still checked), so a speedup is sum ref / sum candidate (TritonBench's convention) over
+#: those four. Most scripts double their sizes from one input to the next, and there the four
+#: largest hold at least 15/16 of the whole sum; timing all 6-26 inputs per candidate made one
+#: evaluation 24-62 s on an H200
+TIMED_SHAPES = 4
 
 
 @contextlib.contextmanager
@@ -78,6 +85,40 @@ def seeded_rng(seed: int) -> Iterator[None]:
         finally:
             random.setstate(py_state)
             np.random.set_state(np_state)
+
+
+_EMPTY_FACTORIES = ("empty", "empty_like", "empty_strided")
+
+
+@contextlib.contextmanager
+def zeroed_empty_tensors() -> Iterator[None]:
+    """``torch.empty`` and its kin return zeros while a performance script makes its inputs.
+
+    NOTE (D72): some scripts build inputs with ``torch.empty`` and never fill them
+    (``context_attn_llama``'s ``req_to_token_indexs``, index tables of KV-cache operators):
+    their values are whatever the allocator's memory held, so the same script gives two runs two
+    different inputs, and index inputs point anywhere (an illegal memory access on the GPU).
+    Zeros are what a fresh page holds, what such scripts were evidently run with, and the same
+    in every run. Only ``get_input_tensors`` runs under this; never a candidate or a timing.
+    """
+    originals = {name: getattr(torch, name) for name in _EMPTY_FACTORIES}
+    new_empty = torch.Tensor.new_empty
+
+    def zeroed(factory: Any) -> Any:
+        @functools.wraps(factory)
+        def make(*args: Any, **kwargs: Any) -> Any:
+            return factory(*args, **kwargs).zero_()
+        return make
+
+    try:
+        for name, factory in originals.items():
+            setattr(torch, name, zeroed(factory))
+        torch.Tensor.new_empty = zeroed(new_empty)  # type: ignore[method-assign]
+        yield
+    finally:
+        for name, factory in originals.items():
+            setattr(torch, name, factory)
+        torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
@@ -121,9 +162,21 @@ class OperatorMeta:
     bytes_table: dict[int, int]
     flops_table: dict[int, int]
     entry_functions: tuple[str, ...]
+    #: bytes of each performance input's tensors, in script order
+    input_bytes: tuple[int, ...] = ()
+    #: the gold check's per-shape verdicts (index -> {"kind", "reason"}), NOTE (D73)
+    verdicts: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: device bytes each checked shape peaked at in the gold check (index -> bytes)
+    peaks: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def with_check(self, verdicts: dict[int, dict[str, str]],
+                   peaks: dict[int, int]) -> OperatorMeta:
+        """This metadata with what the gold check found per shape."""
+        return OperatorMeta(**{**asdict(self), "verdicts": dict(verdicts),
+                               "peaks": dict(peaks)})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OperatorMeta:
@@ -131,7 +184,10 @@ class OperatorMeta:
                    smallest=tuple(data["smallest"]),
                    bytes_table={int(k): int(v) for k, v in data["bytes_table"].items()},
                    flops_table={int(k): int(v) for k, v in data["flops_table"].items()},
-                   entry_functions=tuple(data["entry_functions"]))
+                   entry_functions=tuple(data["entry_functions"]),
+                   input_bytes=tuple(int(x) for x in data.get("input_bytes", ())),
+                   verdicts={int(k): dict(v) for k, v in data.get("verdicts", {}).items()},
+                   peaks={int(k): int(v) for k, v in data.get("peaks", {}).items()})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,13 +218,12 @@ def _cpu_inputs(path: str, op: str, seed: int) -> tuple[list[Any], bool]:
 
 @functools.lru_cache(maxsize=16)
 def _small_cpu_inputs(path: str, op: str, seed: int) -> tuple[dict[int, Any], bool]:
-    """The ``_CPU_SHAPES`` smallest performance inputs for ``seed`` (the test shapes), by index.
+    """The ``_CPU_SHAPES`` smallest performance inputs for ``seed`` (the CPU shapes), by index.
 
-    The evaluator checks the test shapes with several seeds per candidate and every perf shape
-    with one (``PERF_SEED``); the script can only make all its inputs at once (1.6-5.7 s on the
-    CPU for the big operators), so for the other seeds only the small entries are kept: each
-    seed's inputs are made once per worker instead of once per check, and the perf seed's full
-    set stays cached."""
+    On a CPU the evaluator checks those shapes with the candidate's seeds (on a GPU, every perf
+    shape with ``PERF_SEED`` only, D74); the script can only make all its inputs at once, so
+    for the other seeds only the small entries are kept: each seed's inputs are made once per
+    worker instead of once per check, and the perf seed's full set stays cached."""
     entries, is_sequence = _generate_inputs(path, op, seed)
     return {index: entries[index] for index in _smallest(entries)}, is_sequence
 
@@ -182,7 +237,7 @@ def _smallest(entries: list[Any]) -> list[int]:
 
 def _generate_inputs(path: str, op: str, seed: int) -> tuple[list[Any], bool]:
     perf = _perf_instance(path, op, _gold_module(path, op), "cpu")
-    with seeded_rng(seed):
+    with seeded_rng(seed), zeroed_empty_tensors():
         perf.get_input_tensors()
     entries = list(perf.input_tensors)
     perf.input_tensors = []
@@ -326,8 +381,10 @@ def operator_meta(path: Path | str, op: str) -> OperatorMeta:
         except Exception:  # a script without usable throughput formulas: no roofline figures
             bytes_table, flops_table = {}, {}
             break
+    input_bytes = tuple(sum(x.numel() * x.element_size() for x in flatten_outputs(e)
+                            if isinstance(x, torch.Tensor)) for e in entries)
     return OperatorMeta(len(entries), is_sequence, tuple(_smallest(entries)), bytes_table,
-                        flops_table, tuple(imported_names(source)))
+                        flops_table, tuple(imported_names(source)), input_bytes)
 
 
 def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = None) -> Task:
@@ -343,6 +400,7 @@ def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = No
         meta = operator_meta(path_str, op)
     shapes = [{"index": index} for index in range(meta.n_inputs)]
     small = [shapes[index] for index in meta.smallest]
+    verdicts = {index: ShapeVerdict(v["kind"], v["reason"]) for index, v in meta.verdicts.items()}
     entry_functions = list(meta.entry_functions)
     return Task(
         name=NAME_PREFIX + op,
@@ -354,8 +412,11 @@ def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = No
         k0=module_code(source.code, source.test_code),
         reference=functools.partial(reference, path_str, op, meta.is_sequence),
         make_inputs=functools.partial(make_inputs, path_str, op),
-        # the smallest inputs double as test shapes, so a GPU checks them with several seeds
-        test_shapes=small,
+        # NOTE (D74): no extra seeded test shapes on a GPU: a candidate is checked on every
+        # kept perf input (one seed) and by the operator's own test code; a script makes all
+        # its inputs at once (up to 30 GB on the host), so another seed's small inputs cost
+        # a whole generation per candidate
+        test_shapes=[],
         perf_shapes=shapes,
         cpu_shapes=small,
         bytes_moved=functools.partial(_table_lookup, meta.bytes_table)
@@ -372,4 +433,8 @@ def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = No
         # written in part compare like with like only from filled memory (D69)
         call_context=functools.partial(checked_state, TEST_CODE_SEED),
         release=release_caches,
+        shape_verdicts=verdicts,
+        shape_bytes=meta.input_bytes or None,
+        max_timed_shapes=TIMED_SHAPES,
+        measured_peak_bytes=dict(meta.peaks),
     )
