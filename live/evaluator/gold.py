@@ -165,10 +165,14 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
 
     response: dict[str, Any] = {}
     for _ in range(MAX_ROUNDS):
-        if len(verdicts) >= len(task.perf_shapes) and task.perf_shapes:
+        dropped = [i for i, v in verdicts.items() if v["kind"] == "dropped"]
+        compared = len(task.perf_shapes) - len(verdicts)
+        if task.perf_shapes and (len(dropped) == len(task.perf_shapes) or (
+                compared == 0 and getattr(task, "source_check", None) is None)):
+            first = min(verdicts)
             return result({"status": "incorrect", "recycle": False, "error": (
-                "no performance input left to check: " + "; ".join(
-                    f"{i}: {v['kind']} ({v['reason']})" for i, v in sorted(verdicts.items())))})
+                f"no performance input left to {'time' if dropped else 'check'}: perf shape "
+                f"{first} {verdicts[first]['kind']}: {verdicts[first]['reason']}")})
         response = runner.evaluate(request(), workdir, on_compiled=lambda: None)
         peaks.update({int(k): int(v) for k, v in (response.get("shape_peaks") or {}).items()})
         if response["status"] == "ok":

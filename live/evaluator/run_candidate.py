@@ -157,6 +157,23 @@ def timed_indices(task: Any, kept: list[int]) -> list[int]:
     return sorted(sorted(kept, key=lambda i: (-sizes[i], -i))[:limit])
 
 
+def checked_indices(task: Any, compared: list[int], timed: list[int]) -> list[int]:
+    """The perf shapes a candidate is checked on among `compared`: all of them, or, with the
+    task's ``max_checked_shapes``, the timed ones plus the smallest by ``shape_bytes`` up to
+    that many (NOTE D74: the smallest catch masked tails, the largest what only scale shows)."""
+    limit = getattr(task, "max_checked_shapes", None)
+    if limit is None or len(compared) <= limit:
+        return list(compared)
+    sizes = getattr(task, "shape_bytes", None) or [0] * (max(compared) + 1)
+    chosen = [i for i in compared if i in timed][:limit]
+    for i in sorted(compared, key=lambda i: (sizes[i], i)):
+        if len(chosen) >= limit:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return sorted(chosen)
+
+
 class CandidateRunner:
     """Evaluates requests for one device, caching tasks by (spec, name) and their inputs."""
 
@@ -218,7 +235,15 @@ class CandidateRunner:
         ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
         (the device alone); it returns once granted (False: the parent is gone)."""
         response = self._evaluate_once(request, workdir, on_compiled, await_turn)
-        self._release_cached_memory()
+        try:
+            self._release_cached_memory()
+        except Exception as exc:  # noqa: BLE001 - a sticky CUDA fault surfaces here too
+            # (kernel errors are reported asynchronously): the context is unusable, the
+            # worker is replaced, and the response keeps what the evaluation found
+            note = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+            if response.get("status") == "ok":
+                response = {**response, "status": "runtime_error", "error": note}
+            return {**response, "recycle": True}
         if (self.device == "cuda" and response.get("status") == "runtime_error"
                 and "out of memory" in (response.get("error") or "") and self._inputs.held):
             # our own cache may have taken the room: drop it and judge the candidate again
@@ -311,8 +336,10 @@ class CandidateRunner:
             (s, seed + k, i) for s, i in check_shapes for k in range(n_seeds)]
         timed_seed = PERF_SEED if dev == "cuda" else seed  # CPU: the first check seed's inputs
         if dev == "cuda":
-            plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in kept
-                     if i not in unchecked]
+            compared = [i for i in kept if i not in unchecked]
+            if not request.get("check_only"):  # a candidate: the task may check fewer (D74)
+                compared = checked_indices(task, compared, timed)
+            plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in compared]
         if not plan and getattr(task, "source_check", None) is None:
             raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
         # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to

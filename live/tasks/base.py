@@ -116,6 +116,8 @@ class Task:
         shape_bytes: optional bytes of each perf shape's inputs (for choosing the timed ones).
         max_timed_shapes: time at most this many perf shapes, the largest by ``shape_bytes``
             (None: every kept shape). NOTE (D74).
+        max_checked_shapes: check a candidate on at most this many perf shapes: the timed ones
+            and the smallest (None: every kept shape; a load-time gold check checks all).
         measured_peak_bytes: per perf-shape index, the device bytes its load-time check peaked
             at (the memory plan's figure for tasks it cannot estimate under fake tensors).
     """
@@ -145,6 +147,7 @@ class Task:
     shape_verdicts: dict[int, ShapeVerdict] = field(default_factory=dict)
     shape_bytes: tuple[int, ...] | None = None
     max_timed_shapes: int | None = None
+    max_checked_shapes: int | None = None
     measured_peak_bytes: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -172,3 +172,22 @@ def test_input_cache_clear_and_held() -> None:
     made = []
     cache.get(("a",), lambda: made.append(1) or (torch.zeros(100),))
     assert made == [1]  # built again after clear
+
+
+def test_timed_and_checked_shapes_of_a_task_with_limits() -> None:
+    """D74: the largest shapes (by input bytes) are timed; a candidate is checked on those and
+    the smallest, up to the task's limit; without limits, every kept shape."""
+    from types import SimpleNamespace
+
+    from live.evaluator.run_candidate import checked_indices, timed_indices
+
+    sizes = (50, 10, 20, 400, 30, 800, 70, 5)
+    task = SimpleNamespace(max_timed_shapes=3, max_checked_shapes=5, shape_bytes=sizes)
+    kept = [0, 1, 2, 3, 4, 6, 7]  # 5 dropped
+    timed = timed_indices(task, kept)
+    assert timed == [0, 3, 6]  # 400, 70, 50: the three largest kept
+    assert checked_indices(task, [0, 1, 2, 3, 4, 6, 7], timed) == [0, 1, 3, 6, 7]
+    assert checked_indices(task, [0, 3], timed) == [0, 3]
+    plain = SimpleNamespace(max_timed_shapes=None, max_checked_shapes=None, shape_bytes=None)
+    assert timed_indices(plain, kept) == kept
+    assert checked_indices(plain, kept, kept) == kept
