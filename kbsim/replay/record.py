@@ -181,6 +181,9 @@ def record_trace(
         "start_time": _START.isoformat(),
         "not_applicable_rule": "unavailable",
     }
+    if env.kind != SYNTHETIC and env.data.iparams[I_REVEAL] != REVEAL_AT_ONCE:
+        # as a live --profile reps run describes its signatures (live.profiler.provider)
+        manifest["signatures"] = {"requested": "reps", "mode": "reps", "timing": env.reveal}
     max_pool = max(env.n_init) + steps
     reveals: list[Reveal] = []
     with TraceWriter(path, manifest, flush_every=1 << 30) as writer:
