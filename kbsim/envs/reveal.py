@@ -12,7 +12,9 @@ environments (tape, fitted) replay that timing with one of:
   this is the live run step for step (tests/live/test_live_reveal_exact.py);
 - ``delays``: the delay ``shown - asked`` (steps) of a member first asked for at ``t`` is drawn
   (env RNG, at that first ask) from the recorded delays, so other policies and seeds see the
-  same timing; a recorded run that never showed a signature: roofline for ever;
+  same timing; a recorded run that never showed a signature: roofline for ever. NOTE (D75):
+  delays are drawn independently of the kernel and of the profiler's load, on which the live
+  delay depends;
 - ``lag:N``: a fixed delay of N steps;
 - ``at-once``: ``hw_sig`` as soon as the policy asks (the behaviour before issue 15, and what a
   trace without ``roofline_sig`` falls back to, said once and recorded in `Env.reveal`).

@@ -103,7 +103,8 @@ KERNELS_SCHEMA = pa.schema(
 )
 
 #: columns added to schema v1 after traces were shipped: a part file without them is still
-#: valid, and the reader fills them with nulls
+#: valid, and the reader fills them with nulls. NOTE (D75): optional columns instead of a
+#: schema version 2 (older kernelband refuses a part file that has them)
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"steps": (), "kernels": ("roofline_sig",)}
 
 #: one row per (policy, env, task, seed, step) of a replay
