@@ -32,6 +32,15 @@ not-applicable rows were steps that failed, and the replay uses the same old rul
 (``not_applicable="failure"`` on the tape and fitted environments), so that it predicts the run
 that was actually made. `run_sim2real(..., not_applicable=...)` overrides the choice.
 
+Signature timing (issue 15): a policy trace recorded with ``--profile reps`` (manifest
+``signatures.mode``) showed its policy each representative's roofline signature until Nsight
+Compute's came back; the replay models that delay by drawing it from the run's recorded delays
+(``signature-reveals.jsonl``; `kbsim.envs.reveal`, ``delays``), with the exploration trace's
+``roofline_sig`` as the signature shown meanwhile. A policy trace without that record
+(``traces/policy-v2-h200``, recorded before it existed) is predicted with signatures seen at
+once, and so is one whose exploration trace has no ``roofline_sig`` (said in the notes).
+`run_sim2real(..., reveal=...)` overrides the choice (``at-once``, ``delays``, ``lag:N``).
+
 NOTE (D60): the bands are over replay seeds, also on the tape (DESIGN.md: tape bands from a
 bootstrap of the tapes). Every seed reads a tape's recorded outcomes in the same order, so a
 tape band is narrow by construction: judge the tape by its gap more than by its in-band share.
@@ -73,6 +82,8 @@ class Sim2Real:
     only_in_explore: list[str] = field(default_factory=list)
     only_in_policy: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: env -> the signature timing its replay used (`kbsim.envs.data.Env.reveal`)
+    signature_timing: dict[str, str] = field(default_factory=dict)
 
 
 def policy_spec_of(manifest: dict[str, Any], steps: pd.DataFrame) -> str:
@@ -148,16 +159,19 @@ def _k0_scale(env: Any, explore_steps: pd.DataFrame, ref_basis: dict[str, bool])
 def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool], policy: str,
                      seeds: int | Sequence[int], horizon: int, envs: Sequence[str],
                      description: str = "exploration trace",
-                     not_applicable: str = "unavailable") -> pd.DataFrame:
+                     not_applicable: str = "unavailable", reveals: Any = None,
+                     reveal: str | None = None) -> pd.DataFrame:
     """env, task_id, t, pred_q10, pred_median, pred_q90 and seeds, from replay of ``policy`` on
     the exploration trace ``data`` (a kbsim TraceData), recorded ``not_applicable`` outcomes
-    replayed under the rule `not_applicable` (see the module docstring)."""
+    replayed under the rule `not_applicable` and signatures shown with the timing `reveal`
+    (`kbsim.envs.reveal`; `reveals` the policy run's) (see the module docstring). The timing
+    each env used is in ``frame.attrs["signature_timing"]``."""
     from kbsim.envs.registry import build_envs
     from kbsim.replay.sweep import run_sweep
 
     explore_steps = data.steps_df()
     built = build_envs(envs, data, tasks=list(tasks), description=description,
-                       not_applicable=not_applicable)
+                       not_applicable=not_applicable, reveals=reveals, reveal=reveal)
     result = run_sweep([policy], built, seeds, horizon, keep_steps=True)
     assert result.results is not None
     res = result.results.select(["env", "task_id", "seed", "step", "best_speedup"]).to_pandas()
@@ -172,7 +186,9 @@ def predicted_curves(data: Any, tasks: Sequence[str], ref_basis: dict[str, bool]
         stats.columns = ["pred_q10", "pred_median", "pred_q90"]
         stats["seeds"] = grouped.size()
         frames.append(stats.reset_index().assign(env=env.name))
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs["signature_timing"] = {env.name: env.reveal for env in built}
+    return out
 
 
 def gap_table(curves: pd.DataFrame, horizon: int) -> pd.DataFrame:
@@ -223,13 +239,30 @@ def na_rule_of(manifest: dict[str, Any]) -> str:
     return str(manifest.get("not_applicable_rule") or "failure")
 
 
+def signature_timing_of(manifest: dict[str, Any], policy_dir: Path,
+                        reveal: str | None = None) -> tuple[Any, str]:
+    """(the policy run's reveals, the timing to replay it with): ``delays`` for a run that
+    showed roofline signatures first (``--profile reps``), else ``at-once``; `reveal`
+    overrides the timing."""
+    from kbsim.trace.reveals import load_reveals
+
+    reveals = load_reveals(policy_dir)
+    if reveal is not None:
+        return reveals, reveal
+    if (manifest.get("signatures") or {}).get("mode") == "reps":
+        return reveals or [], "delays"  # no line: no signature was shown in time
+    return reveals, "at-once"
+
+
 def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
                  seeds: int | Sequence[int] = 100, envs: Sequence[str] = ENVS,
-                 steps: int | None = None, not_applicable: str | None = None) -> Sim2Real:
+                 steps: int | None = None, not_applicable: str | None = None,
+                 reveal: str | None = None) -> Sim2Real:
     """Replay the policy trace's policy on the exploration trace and compare (module docstring).
 
     ``not_applicable``: the rule for recorded ``not_applicable`` outcomes, "unavailable" or
     "failure"; default: the rule the policy trace was recorded under (`na_rule_of`).
+    ``reveal``: the signature timing of the replay (`signature_timing_of`'s default).
 
     ``steps`` overrides T (default: the policy trace's longest (run, task)). Raises ValueError
     with one sentence on bad input (unknown env, traces without a common task, ...).
@@ -282,8 +315,10 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
     ref_basis = {t: _has_ref(explore_steps[explore_steps["task_id"] == t])
                  and _has_ref(policy_steps[policy_steps["task_id"] == t]) for t in common}
     real = real_curves(policy_steps, common, ref_basis, horizon)
+    reveals, timing = signature_timing_of(manifest, policy_dir, reveal)
     pred = predicted_curves(explore_data, common, ref_basis, spec, seeds, horizon, list(envs),
-                            description=str(explore_dir), not_applicable=na_rule)
+                            description=str(explore_dir), not_applicable=na_rule,
+                            reveals=reveals, reveal=timing)
     curves = pred.merge(real, on=["task_id", "t"], how="left")
     curves = curves[["env", "task_id", "t", "real", "pred_q10", "pred_median", "pred_q90",
                      "seeds", "runs"]]
@@ -295,7 +330,9 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
     result = Sim2Real(policy=spec, steps=horizon, seeds=int(n_seeds), envs=list(envs),
                       explore=str(explore_dir), policy_trace=str(policy_dir), curves=curves,
                       table=table, only_in_explore=sorted(explore_tasks - policy_tasks),
-                      only_in_policy=sorted(policy_tasks - explore_tasks))
+                      only_in_policy=sorted(policy_tasks - explore_tasks),
+                      signature_timing=dict(pred.attrs.get("signature_timing", {})))
+    result.notes.append(_timing_note(result.signature_timing, timing))
     result.notes.append(
         "not_applicable proposals replayed as unavailable actions (no step spent); the policy "
         "trace's not_applicable rows are left out of its steps" if na_rule == "unavailable" else
@@ -322,6 +359,16 @@ def run_sim2real(explore: str | Path, policy_trace: str | Path, *,
         if tasks:
             result.notes.append(f"task(s) {label}, not compared: {', '.join(tasks)}")
     return result
+
+
+def _timing_note(used: dict[str, str], asked_for: str) -> str:
+    """One sentence on when the replayed policy saw Nsight Compute signatures."""
+    shown = "; ".join(f"{env}: {how}" for env, how in used.items())
+    if asked_for == "at-once" and all(how == "at-once" for how in used.values()):
+        return ("signatures shown at once when the policy asks: the policy trace records no "
+                "signature timing (not --profile reps, or recorded before "
+                "signature-reveals.jsonl existed)")
+    return f"signature timing of the replay ({asked_for} asked for): {shown}"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -369,7 +416,7 @@ def write_sim2real(result: Sim2Real, out_dir: str | Path) -> list[Path]:
         "policy": result.policy, "steps": result.steps, "seeds": result.seeds,
         "envs": result.envs, "explore": result.explore, "policy_trace": result.policy_trace,
         "only_in_explore": result.only_in_explore, "only_in_policy": result.only_in_policy,
-        "notes": result.notes,
+        "notes": result.notes, "signature_timing": result.signature_timing,
         "table": json.loads(result.table.to_json(orient="records")),
     }, indent=2), encoding="utf-8")
     paths[".md"].write_text(sim2real_markdown(result), encoding="utf-8")
@@ -390,6 +437,7 @@ def sim2real_analysis(result: Sim2Real) -> Any:
     out.figures["sim2real"] = to_png(sim2real_figure(result.curves))
     out.context = {"policy replayed": result.policy, "exploration trace": result.explore,
                    "policy trace": result.policy_trace, "seeds": result.seeds,
-                   "steps": result.steps, "environments": result.envs}
+                   "steps": result.steps, "environments": result.envs,
+                   "signature timing": result.signature_timing}
     out.notes = [f"sim-to-real: {note}" for note in result.notes]
     return out

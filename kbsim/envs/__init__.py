@@ -11,5 +11,8 @@
   synthetic); the CLI, the demo and sim-to-real build through it, and its `kind` is what the
   replay engine is compiled for;
 - `recorded.load_tables(paths)`: a trace's (steps, kernels) tables, validated;
+- `reveal`: when a replayed v2 sees Nsight Compute signatures (issue 15): the tape and fitted
+  builders take ``reveals=`` (`kbsim.trace.reveals.load_reveals`) and ``reveal=`` (``recorded``,
+  ``delays``, ``lag:N``, ``at-once``), the roofline signature shown until then;
 - `step`: the compiled env interface (`env_init`, `env_step`, `env_on_add`, `env_reveal_hw`).
 """

@@ -26,9 +26,18 @@ ENV_KINDS: dict[str, int] = {"synthetic": SYNTHETIC, "tape": TAPE, "fitted": FIT
 ON_EXHAUST: dict[str, int] = {"resample": 0, "nearest": 1, "stop": 2}
 RESAMPLE, NEAREST, STOP = 0, 1, 2
 
+#: when a replayed v2 sees a representative's Nsight Compute signature (`kbsim.envs.reveal`):
+#: at once when first asked (before issue 15), at the step the recorded run showed it, after a
+#: delay drawn from the recorded delays, or after a fixed lag; before that its roofline one
+REVEAL_MODES: dict[str, int] = {"at-once": 0, "recorded": 1, "delays": 2, "lag": 3}
+REVEAL_AT_ONCE, REVEAL_RECORDED, REVEAL_DELAYS, REVEAL_LAG = 0, 1, 2, 3
+#: `k_shown` of a kernel whose Nsight Compute signature the recorded run never showed
+NEVER_SHOWN = 1 << 62
+
 # indices into EnvData.iparams
 I_ON_EXHAUST, I_KNN, I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS = 0, 1, 2, 3, 4, 5, 6
-N_IPARAMS = 7
+I_REVEAL, I_REVEAL_LAG = 7, 8  # a REVEAL_MODES value; the lag in steps (REVEAL_LAG)
+N_IPARAMS = 9
 # indices into EnvData.fparams
 F_L, F_NOISE, F_FAIL, F_STEP, F_JUMP, F_GMAX, F_USD_PER_TOKEN, F_SPREAD, F_GMIN = range(9)
 F_FLOOR = 9  # synthetic: the planted floor (roofline) runtime in ms, 0 = no floor
@@ -44,6 +53,9 @@ class EnvData(NamedTuple):
     task_floor_ms: np.ndarray  # (NT,) tape, fitted: fastest correct runtime recorded (D46, D47)
     k_phi: np.ndarray  # (NK, 5)
     k_hw: np.ndarray  # (NK, 3), NaN = never profiled
+    k_roof: np.ndarray  # (NK, 3) roofline signature (trace column roofline_sig), NaN = none
+    k_shown: np.ndarray  # (NK,) int64 recorded step its Nsight signature was first shown
+    reveal_delay: np.ndarray  # (ND,) int64 recorded shown_step - asked_step (REVEAL_DELAYS)
     k_prof9: np.ndarray  # (NK, 9)
     k_rt6: np.ndarray  # (NK, 6)
     k_ms: np.ndarray  # (NK,)
@@ -79,6 +91,9 @@ def empty_env(n_tasks: int) -> dict[str, np.ndarray]:
         "task_floor_ms": np.zeros(n_tasks),
         "k_phi": np.zeros((0, len(PHI_DIMS))),
         "k_hw": np.zeros((0, 3)),
+        "k_roof": np.zeros((0, 3)),
+        "k_shown": np.zeros(0, np.int64),
+        "reveal_delay": np.zeros(0, np.int64),
         "k_prof9": np.zeros((0, len(PROFILE_DIMS))),
         "k_rt6": np.zeros((0, len(RUNTIME_DIMS))),
         "k_ms": np.zeros(0),
@@ -127,6 +142,8 @@ class Env(NamedTuple):
     n_init: tuple[int, ...]  # initial pool size per task
     grows: bool  # whether correct children join the pool
     description: str  # the spec or trace it came from
+    #: when the policy sees Nsight Compute signatures (trace envs: `kbsim.envs.reveal`)
+    reveal: str = "at-once"
 
 
 class Scratch(NamedTuple):
@@ -140,6 +157,10 @@ class Scratch(NamedTuple):
     hw: np.ndarray  # (3,)
     served: np.ndarray  # (1,) int64 steps served fresh from a tape (tape env) or by data
     reps: np.ndarray  # (64,) int64 representatives to profile (room for the largest K)
+    # signature timing (REVEAL_MODES other than at-once), per pool member, reset per episode
+    sig_asked: np.ndarray  # (max_pool,) int64 step it was first asked for, -1 never
+    sig_due: np.ndarray  # (max_pool,) int64 step from which Nsight's signature shows
+    sig_prov: np.ndarray  # (max_pool,) int64 1 = shows its roofline signature, to be replaced
 
 
 def new_scratch(env: EnvData, max_pool: int) -> Scratch:
@@ -155,4 +176,7 @@ def new_scratch(env: EnvData, max_pool: int) -> Scratch:
         hw=np.full(3, np.nan),
         served=np.zeros(1, np.int64),
         reps=np.zeros(64, np.int64),
+        sig_asked=np.full(max_pool, -1, np.int64),
+        sig_due=np.zeros(max_pool, np.int64),
+        sig_prov=np.zeros(max_pool, np.int64),
     )

@@ -44,8 +44,10 @@ from numba import njit
 
 from kbsim.envs.data import FITTED, I_KNN, Env, make_env
 from kbsim.envs.recorded import apply_na_rule, compile_recorded
+from kbsim.envs.reveal import apply_reveal
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
+from kbsim.trace.reveals import Reveal
 
 
 def build_fitted(
@@ -56,12 +58,15 @@ def build_fitted(
     tasks: Sequence[str] | None = None,
     description: str = "trace",
     not_applicable: str = "unavailable",
+    reveals: Sequence[Reveal] | None = None,
+    reveal: str | None = None,
 ) -> Env:
     """The fitted environment of a trace's steps and kernels tables (k = `knn` neighbours)."""
     if knn < 1:
         raise ValueError(f"knn must be >= 1, got {knn}.")
     fields, task_ids = compile_recorded(steps, kernels, tasks, knn=knn)
     apply_na_rule(fields, not_applicable)
+    timing = apply_reveal(fields, fields["kernel_rows"], reveals, reveal)
     fields["iparams"][I_KNN] = knn
     return Env(
         name="fitted",
@@ -71,6 +76,7 @@ def build_fitted(
         n_init=(1,) * len(task_ids),
         grows=True,
         description=description,
+        reveal=timing,
     )
 
 

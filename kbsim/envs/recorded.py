@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from kbsim.envs.data import I_MAX_TASK_KERNELS, empty_env
+from kbsim.envs.data import I_MAX_TASK_KERNELS, NEVER_SHOWN, empty_env
 from kbsim.strategies import N_STRATEGIES, STRATEGIES
 
 STEPS_COLUMNS: tuple[str, ...] = (
@@ -45,6 +46,8 @@ KERNELS_COLUMNS: tuple[str, ...] = (
     "profile9",
     "profiled",
 )
+#: read when present: traces written before it lack it (NaN: no roofline signature)
+OPTIONAL_KERNELS_COLUMNS: tuple[str, ...] = ("roofline_sig",)
 
 
 def load_tables(paths: str | Path | Sequence[str | Path]) -> tuple[pa.Table, pa.Table]:
@@ -113,11 +116,14 @@ def apply_na_rule(fields: dict[str, np.ndarray], rule: str) -> None:
 
 def compile_recorded(
     steps: pa.Table, kernels: pa.Table, tasks: Sequence[str] | None = None, knn: int = 5
-) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
-    """(EnvData fields, task ids) of the tape/fitted arrays; iparams/fparams left to the caller."""
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(EnvData fields, task ids) of the tape/fitted arrays; iparams/fparams left to the caller
+    (signature timing: `kbsim.envs.reveal.apply_reveal` with ``fields["kernel_rows"]``)."""
     check_columns(steps, kernels)
     sdf = steps.select(list(STEPS_COLUMNS)).to_pandas()
-    kdf = kernels.select(list(KERNELS_COLUMNS)).to_pandas()
+    optional = [c for c in OPTIONAL_KERNELS_COLUMNS if c in kernels.column_names]
+    kdf = kernels.select([*KERNELS_COLUMNS, *optional]).to_pandas()
+    kernel_rows: dict[tuple[str, str], int] = {}
     task_ids = sorted(set(sdf["task_id"]))
     if tasks:
         unknown = [t for t in tasks if t not in task_ids]
@@ -137,8 +143,8 @@ def compile_recorded(
     blocks: dict[str, list[np.ndarray]] = {
         k: []
         for k in (
-            "k_phi k_hw k_prof9 k_rt6 k_ms o_success o_na o_child o_child_ms o_parent_ms o_reward "
-            "o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean fit_min_ratio "
+            "k_phi k_hw k_roof k_prof9 k_rt6 k_ms o_success o_na o_child o_child_ms o_parent_ms "
+            "o_reward o_tokens o_cost tape_mean tape_nn fit_nbr fit_nbr_n fit_mean fit_min_ratio "
             "tape_counts"
         ).split()
     }
@@ -239,6 +245,9 @@ def compile_recorded(
         blocks["fit_mean"].append(fit_mean)
         blocks["k_phi"].append(phi)
         blocks["k_hw"].append(hw)
+        blocks["k_roof"].append(_fixed_list(tk["roofline_sig"], 3) if "roofline_sig" in tk
+                                else np.full((n_k, 3), np.nan))
+        kernel_rows.update({(task, kid): offset + i for kid, i in index.items()})
         blocks["k_prof9"].append(_fill_median(_fixed_list(tk["profile9"], 9)))
         blocks["k_rt6"].append(_fill_median(_fixed_list(tk["runtime_vec"], 6)))
         blocks["k_ms"].append(k_ms)
@@ -268,4 +277,6 @@ def compile_recorded(
     fields["task_scale"] = scale
     fields["task_floor_ms"] = floor_ms
     fields["iparams"][I_MAX_TASK_KERNELS] = int(np.diff(fields["task_kstart"]).max())
+    fields["k_shown"] = np.full(kstart[-1], NEVER_SHOWN, np.int64)
+    fields["kernel_rows"] = kernel_rows  # not an EnvData field: for `kbsim.envs.reveal`
     return fields, tuple(task_ids)

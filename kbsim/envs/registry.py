@@ -42,10 +42,10 @@ ENVIRONMENTS: dict[str, EnvEntry] = {
     entry.name: entry
     for entry in (
         EnvEntry("tape", TAPE, "trace", "kbsim.envs.tape:build_tape",
-                 ("on_exhaust", "not_applicable"),
+                 ("on_exhaust", "not_applicable", "reveals", "reveal"),
                  "recorded outcomes in order, per (parent, strategy)"),
         EnvEntry("fitted", FITTED, "trace", "kbsim.envs.fitted:build_fitted",
-                 ("knn", "not_applicable"),
+                 ("knn", "not_applicable", "reveals", "reveal"),
                  "nearest-neighbour model of the trace, unlimited horizon"),
         EnvEntry("synthetic", SYNTHETIC, "spec", "kbsim.envs.synthetic:build_synthetic", (),
                  "planted clusters, Lipschitz constant, noise, exact means"),

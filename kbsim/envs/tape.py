@@ -45,8 +45,10 @@ from numba import njit
 
 from kbsim.envs.data import I_ON_EXHAUST, NEAREST, ON_EXHAUST, STOP, TAPE, Env, make_env
 from kbsim.envs.recorded import apply_na_rule, compile_recorded
+from kbsim.envs.reveal import apply_reveal
 from kbsim.rng import rand_int
 from kbsim.strategies import N_STRATEGIES
+from kbsim.trace.reveals import Reveal
 
 
 def build_tape(
@@ -57,6 +59,8 @@ def build_tape(
     tasks: Sequence[str] | None = None,
     description: str = "trace",
     not_applicable: str = "unavailable",
+    reveals: Sequence[Reveal] | None = None,
+    reveal: str | None = None,
 ) -> Env:
     """The tape environment of a trace's steps and kernels tables."""
     if on_exhaust not in ON_EXHAUST:
@@ -65,6 +69,7 @@ def build_tape(
         )
     fields, task_ids = compile_recorded(steps, kernels, tasks)
     apply_na_rule(fields, not_applicable)
+    timing = apply_reveal(fields, fields["kernel_rows"], reveals, reveal)
     fields["iparams"][I_ON_EXHAUST] = ON_EXHAUST[on_exhaust]
     return Env(
         name="tape",
@@ -74,6 +79,7 @@ def build_tape(
         n_init=(1,) * len(task_ids),
         grows=True,
         description=description,
+        reveal=timing,
     )
 
 

@@ -510,3 +510,32 @@ def representatives_into_v2(state, pool, out) -> int:
                 out[n] = r
                 n += 1
     return n
+
+
+@njit(cache=True, _nrt=False)
+def show_signature_v2(state, pool, idx, hw) -> bool:
+    """Write hw as pool member idx's hardware signature; returns whether it changed. A member
+    that already showed a signature and is shown another (its roofline signature replaced by
+    Nsight Compute's: docs/profiling-and-memory.md) marks the mask for recomputation and drops
+    its cluster's parent-softmax cache (NOTE D34), so the next `prepare` / `select` see it; a
+    first signature (all dims NaN before) takes the usual path (`mask_dirty` 2)."""
+    known = False
+    changed = False
+    for d in range(3):
+        old = pool.hw[idx, d]
+        new = hw[d]
+        if old == old:
+            known = True
+        if not (old == new or (old != old and new != new)):
+            changed = True
+    if not changed:
+        return False
+    for d in range(3):
+        pool.hw[idx, d] = hw[d]
+    if known:
+        state.mask_dirty[0] = 1
+        c = state.assign[idx]
+        if c >= 0:
+            for d in range(3):
+                state.pc_n[c, d] = 0
+    return True

@@ -32,7 +32,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsim.policies.kernels import mark_na, prepare, representatives, select, update
+from kbsim.policies.kernels import (
+    mark_na,
+    prepare,
+    representatives,
+    select,
+    show_signature,
+    update,
+)
 from kbsim.policies.spec import PolicySpec
 from kbsim.policies.state import HW_DIM, PROF_DIM, new_pool, new_state, pool_add
 from kbsim.rng import policy_rng
@@ -104,7 +111,8 @@ class World(Protocol):
 
     def reveal(self, episode: Episode, wanted: list[int]) -> None:
         """Profile the pool members the policy asks for (indices) and give each signature to
-        the policy with `episode.reveal(idx, hw, prof9)` (an unprofiled member: leave it)."""
+        the policy with `episode.reveal(idx, hw, prof9)` (an unprofiled member: leave it;
+        a signature to be replaced later, such as a roofline one: ``provisional=True``)."""
 
     def attempt(self, episode: Episode, choice: Choice) -> Attempt | None:
         """Propose and evaluate a child of `episode.members[choice.parent]` under the chosen
@@ -131,6 +139,11 @@ class Episode:
         self.state = new_state(self.spec, self.max_pool)
         self.pool = new_pool(self.max_pool)
         self.rng = policy_rng(self.seed, self.task_id)
+        #: pool index -> the step of T at which the policy first asked for its signature
+        self.asked: dict[int, int] = {}
+        #: pool indices showing a signature that a later one replaces (a roofline signature
+        #: until Nsight Compute's is shown: docs/profiling-and-memory.md); asked for again
+        self.provisional: set[int] = set()
 
     # -- pool ------------------------------------------------------------------------------
 
@@ -157,12 +170,19 @@ class Episode:
                              f"{int(self.pool.n[0])}")
 
     def reveal(self, idx: int, hw: Sequence[float] | None,
-               prof9: Sequence[float] | None = None) -> None:
-        """Give the policy the hardware signature (and v1 profile) of pool member `idx`."""
+               prof9: Sequence[float] | None = None, *, provisional: bool = False) -> None:
+        """Give the policy the hardware signature (and v1 profile) of pool member `idx`
+        (`kernels.show_signature`: a replaced signature is noticed). `provisional`: a later
+        one replaces it, so the policy asks for it again while it represents a cluster."""
         if hw is not None:
-            self.pool.hw[idx, :] = np.asarray(hw, dtype=np.float64)
+            show_signature(self.spec.kind, self.state, self.pool, idx,
+                           np.asarray(hw, dtype=np.float64))
         if prof9 is not None:
             self.pool.prof9[idx, :] = np.asarray(prof9, dtype=np.float64)
+        if provisional:
+            self.provisional.add(idx)
+        else:
+            self.provisional.discard(idx)
 
     def best(self) -> int:
         """Pool index of the fastest member (ties: the earliest)."""
@@ -172,10 +192,23 @@ class Episode:
     # -- the policy's operations -----------------------------------------------------------
 
     def wanted_signatures(self) -> list[int]:
-        """Bring the clustering up to date; pool indices whose signature the policy wants."""
+        """Bring the clustering up to date; pool indices whose signature the policy wants:
+        the representatives without one and those showing a provisional one, in cluster
+        order. The first time each is asked for is kept in `asked`."""
         s = self.spec
         prepare(s.kind, s.fparams, s.iparams, self.state, self.pool, self.rng)
-        return [int(i) for i in representatives(s.kind, self.state, self.pool)]
+        wanted = [int(i) for i in representatives(s.kind, self.state, self.pool)]
+        if self.provisional:
+            st = self.state
+            again = {int(r) for c, r in enumerate(st.rep)
+                     if st.size[c] > 0 and r >= 0 and int(r) in self.provisional}
+            if again:
+                chosen = set(wanted) | again
+                wanted = [int(r) for c, r in enumerate(st.rep)
+                          if st.size[c] > 0 and r >= 0 and int(r) in chosen]
+        for idx in wanted:
+            self.asked.setdefault(idx, self.step)
+        return wanted
 
     def select(self) -> Choice:
         s = self.spec

@@ -29,7 +29,8 @@ Python caller (each call passes the state's arrays by value, ~0.1 us). `select_i
 compiled with ``@njit(_nrt=False)`` (inlined into a caller *with* NRT they bring the reference
 counting back, ~100x slower). NOTE (D34): the parent-softmax weights are cached per (cluster,
 dim): a member's `pool.hw` may be written before the member is first seen by `select` /
-`prepare`, or for the indices `representatives` returned; other later writes are not noticed.
+`prepare`, or for the indices `representatives` returned; a later change goes through
+`show_signature`, which invalidates what depends on it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from kbsim.policies._v2 import (
     prepare_v2,
     representatives_into_v2,
     select_v2,
+    show_signature_v2,
     update_v2,
     v2_reward,
 )
@@ -189,6 +191,30 @@ def representatives_into(kind, state, pool, out) -> int:
     """`representatives` without allocating: writes the pool indices into out[:count] (out
     needs room for K entries) and returns count."""
     return representatives_in_family(family_of(kind), state, pool, out)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def show_signature_in_family(family, state, pool, idx, hw) -> bool:
+    """`show_signature` for a policy of `family`, inlined."""
+    if family == FAMILY_V2:
+        return show_signature_v2(state, pool, idx, hw)
+    changed = False  # the other families read no hw: just keep it
+    for d in range(3):
+        if not (pool.hw[idx, d] == hw[d] or (pool.hw[idx, d] != pool.hw[idx, d]
+                                             and hw[d] != hw[d])):
+            changed = True
+        pool.hw[idx, d] = hw[d]
+    return changed
+
+
+@njit(cache=True, _nrt=False)
+def show_signature(kind, state, pool, idx, hw) -> bool:
+    """Show the policy hw (SM, DRAM, L2; NaN = unknown) as pool member idx's hardware
+    signature; returns whether it changed. THE way to write a signature the policy may have
+    seen before (a representative's roofline signature replaced by Nsight Compute's, issue
+    15): a v2-family policy then recomputes its mask and the member's cluster's parent
+    weights (NOTE D34). A first signature behaves exactly like writing pool.hw[idx]."""
+    return show_signature_in_family(family_of(kind), state, pool, idx, hw)
 
 
 @njit(cache=True)

@@ -395,3 +395,17 @@ def representatives_ref(spec: PolicySpec, state: PolicyState, pool: Pool) -> np.
     reps = [r for c, r in enumerate(state.rep)
             if state.size[c] > 0 and r >= 0 and np.isnan(pool.hw[r]).all()]
     return np.array(reps, dtype=np.int64)
+
+
+def show_signature_ref(spec: PolicySpec, state: PolicyState, pool: Pool, idx: int,
+                       hw: np.ndarray) -> bool:
+    """Twin of `kernels.show_signature`: write the signature; a changed one the policy had
+    seen before makes a v2-family policy recompute its mask (no caches here)."""
+    old = pool.hw[idx].copy()
+    same = all(a == b or (np.isnan(a) and np.isnan(b)) for a, b in zip(old, hw, strict=True))
+    if same:
+        return False
+    pool.hw[idx] = hw
+    if is_v2_family(spec.kind) and not np.isnan(old).all():
+        state.mask_dirty[0] = 1
+    return True

@@ -10,7 +10,9 @@ One episode (the same loop the live runner runs, step by step)::
     for t in 0 .. T-1:
         prepare(policy)                        # re-cluster when due, refresh the mask
         for r in representatives(policy):      # "profile" representatives lacking hw
-            pool.hw[r] <- env signature of r
+            pool.hw[r] <- env signature of r     # (or, with signature timing, its roofline
+                                                 #  one until its Nsight one is due:
+                                                 #  kbsim.envs.reveal)
         # (these two only for policies that profile, the v2 family: for the others
         #  representatives is empty by contract and select runs prepare itself)
         cluster, s, parent, _ = select(policy, rng=policy_rng(seed, task))
@@ -48,11 +50,14 @@ from kbsim.envs.data import (
     ENV_KINDS,
     FITTED,
     I_ON_EXHAUST,
+    I_REVEAL,
     NA_STATUS,
+    REVEAL_AT_ONCE,
     STOP,
     SYNTHETIC,
     TAPE,
 )
+from kbsim.envs.reveal import env_reveal_timed
 from kbsim.envs.step import env_answer, env_arm_means, env_init, env_on_add, env_reveal_hw
 from kbsim.policies.kernels import (
     mark_na_inline,
@@ -181,12 +186,14 @@ def _make_worker(family: int, ekind: int):
         # env_arm_means: no call boundary, so no reference counting)
         mode = env.iparams[I_ON_EXHAUST]
         stop = mode == STOP
+        timed = env.iparams[I_REVEAL] != REVEAL_AT_ONCE  # signature timing (issue 15)
         # pool and scratch arrays
         p_phi, p_ms, p_key, p_n, p_hw = pool.phi, pool.ms, pool.key, pool.n, pool.hw
         st_rep, st_size = state.rep, state.size
         means, cursor, nan_hw, reps = scratch.means, scratch.cursor, scratch.hw, scratch.reps
         child_phi, child_prof9 = scratch.child_phi, scratch.child_prof9
         child_rt6 = scratch.child_rt6
+        sig_asked, sig_due, sig_prov = scratch.sig_asked, scratch.sig_due, scratch.sig_prov
         # outputs
         record = out.reward.shape[1] > 0
         o_cluster, o_strategy, o_parent, o_succ = out.cluster, out.strategy, out.parent, out.success
@@ -205,6 +212,9 @@ def _make_worker(family: int, ekind: int):
             for i in range(cursor.shape[0]):
                 for j in range(cursor.shape[1]):
                     cursor[i, j] = 0
+            for i in range(sig_asked.shape[0]):
+                sig_asked[i] = -1
+                sig_prov[i] = 0
             if ekind == SYNTHETIC:
                 k0_ms = env_init(SYNTHETIC, env, task, pool, scratch, ep_n_init[e])
             else:  # tape and fitted start alike
@@ -231,7 +241,18 @@ def _make_worker(family: int, ekind: int):
             for t in range(steps):
                 if family == FAMILY_V2:  # the policies that profile representatives
                     prepare_in_family(family, pkind, fparams, iparams, state, pool, prng)
-                    if _reps_pending(st_rep, st_size, p_hw):
+                    if timed and ekind != SYNTHETIC:  # kbsim.envs.reveal; the order of
+                        # Episode.wanted_signatures: representatives without a signature or
+                        # with a provisional one, in cluster order
+                        for c in range(st_rep.shape[0]):
+                            r = st_rep[c]
+                            if st_size[c] > 0 and r >= 0 and (
+                                    sig_prov[r] == 1 or (p_hw[r, 0] != p_hw[r, 0]
+                                                         and p_hw[r, 1] != p_hw[r, 1]
+                                                         and p_hw[r, 2] != p_hw[r, 2])):
+                                env_reveal_timed(family, env, state, pool, r, t, sig_asked,
+                                                 sig_due, sig_prov, erng)
+                    elif _reps_pending(st_rep, st_size, p_hw):
                         for j in range(representatives_in_family(family, state, pool, reps)):
                             if ekind == SYNTHETIC:
                                 env_reveal_hw(SYNTHETIC, env, task, pool, reps[j])

@@ -15,12 +15,16 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from kbsim.envs.data import NA_STATUS, Env, new_scratch
+import numpy as np
+
+from kbsim.envs.data import I_REVEAL, NA_STATUS, REVEAL_AT_ONCE, SYNTHETIC, Env, new_scratch
+from kbsim.envs.reveal import env_reveal_timed
 from kbsim.envs.step import env_init, env_on_add, env_reveal_hw, env_step
 from kbsim.policies.episode import NOT_APPLICABLE, Attempt, Choice, Episode, StepResult
-from kbsim.policies.spec import PolicySpec, parse_policy
+from kbsim.policies.spec import PolicySpec, parse_policy, policy_family
 from kbsim.rng import env_rng
 from kbsim.strategies import STRATEGIES
+from kbsim.trace.reveals import REVEALS_NAME, Reveal, write_reveals
 from kbsim.trace.rows import kernel_row
 from kbsim.trace.writer import TraceWriter
 
@@ -43,6 +47,8 @@ class EnvWorld:
         self.rng = env_rng(seed, self.task_id)
         self.chains: list[list[str]] = []
         self._tokens, self._cost = 0, 0.0
+        self.shown: set[int] = set()
+        self.reveals: list[Reveal] = []  # signature timing: first showings, as live records
         pool = episode.pool
         env_init(env.kind, env.data, task, pool, self.scratch, env.n_init[task])
         ids = [f"{self.task_id}-k{i}" for i in range(int(pool.n[0]))]
@@ -61,19 +67,39 @@ class EnvWorld:
         env_reveal_hw(env.kind, env.data, self.task, pool, idx)
         hw = pool.hw[idx].copy()
         pool.hw[idx] = saved
+        roof = (env.data.k_roof[pool.key[idx]] if env.kind != SYNTHETIC
+                and env.data.k_roof.shape[0] else None)
         self.writer.append_kernel(kernel_row(
             run_id=self.run_id, task_id=self.task_id, kernel_id=kid,
             code=f"# simulated kernel {kid}\n", parent_id=parent_id,
             strategy_chain=self.chains[idx], correct=True, ms=float(pool.ms[idx]),
             phi=pool.phi[idx], runtime_vec=pool.rt6[idx], timing_backend="simulated",
             hw_sig=None if math.isnan(hw[0]) else hw, profile9=pool.prof9[idx],
-            profiler="simulated",
+            profiler="simulated", roofline_sig=roof,
         ))
 
     def reveal(self, episode: Episode, wanted: list[int]) -> None:
-        env = self.env
+        """The signatures the environment's timing shows (`kbsim.envs.reveal`; at once: its
+        recorded or planted one)."""
+        env, sc = self.env, self.scratch
+        timed = env.kind != SYNTHETIC and env.data.iparams[I_REVEAL] != REVEAL_AT_ONCE
         for r in wanted:
-            env_reveal_hw(env.kind, env.data, self.task, episode.pool, r)
+            if not timed:
+                env_reveal_hw(env.kind, env.data, self.task, episode.pool, r)
+                continue
+            env_reveal_timed(policy_family(episode.spec.kind), env.data, episode.state,
+                             episode.pool, r, episode.step, sc.sig_asked, sc.sig_due,
+                             sc.sig_prov, self.rng)
+            if sc.sig_prov[r]:
+                episode.provisional.add(r)
+            else:
+                episode.provisional.discard(r)
+            key = episode.pool.key[r]
+            if (r not in self.shown and episode.step >= sc.sig_due[r]
+                    and not np.isnan(env.data.k_hw[key]).all()):
+                self.shown.add(r)  # first showing of its "Nsight" signature, as live records it
+                self.reveals.append(Reveal(self.run_id, self.task_id, episode.members[r],
+                                           int(sc.sig_asked[r]), episode.step))
 
     def attempt(self, episode: Episode, choice: Choice) -> Attempt | None:
         env, sc = self.env, self.scratch
@@ -138,8 +164,11 @@ def record_trace(
 ) -> Path:
     """Run `policy` for `steps` steps on every task of `env` with `seed`; write a trace at `path`.
 
-    Every kernel's hardware signature is revealed at creation here (the recorder profiles every
-    correct kernel), so the trace is fully profiled.
+    Every kernel's hardware signature is recorded at creation here (the recorder profiles
+    every correct kernel), so the trace is fully profiled; the policy sees a signature when it
+    asks, at once or, under the environment's signature timing (`kbsim.envs.reveal`), its
+    roofline one first, and the first showings go to ``signature-reveals.jsonl`` as a live
+    ``--profile reps`` run writes them.
     """
     spec = policy if isinstance(policy, PolicySpec) else parse_policy(policy)
     run_id = run_id or f"sim-{spec.name}-s{seed}"
@@ -152,10 +181,17 @@ def record_trace(
         "start_time": _START.isoformat(),
         "not_applicable_rule": "unavailable",
     }
+    if env.kind != SYNTHETIC and env.data.iparams[I_REVEAL] != REVEAL_AT_ONCE:
+        # as a live --profile reps run describes its signatures (live.profiler.provider)
+        manifest["signatures"] = {"requested": "reps", "mode": "reps", "timing": env.reveal}
     max_pool = max(env.n_init) + steps
+    reveals: list[Reveal] = []
     with TraceWriter(path, manifest, flush_every=1 << 30) as writer:
         for task, task_id in enumerate(env.task_ids):
             episode = Episode(spec, task_id, seed, max_pool)
             world = EnvWorld(env, task, episode, writer, run_id, seed)
             episode.run(world, steps)
+            reveals += world.reveals
+    if env.kind != SYNTHETIC and env.data.iparams[I_REVEAL] != REVEAL_AT_ONCE:
+        write_reveals(Path(path) / REVEALS_NAME, reveals)
     return Path(path)

@@ -204,8 +204,8 @@ def write_sweep_manifest(out_dir: Path, specs: Sequence[PolicySpec], env_list: S
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "_replay.json").write_text(json.dumps({
         "policies": [str(s) for s in specs],
-        "envs": [{"env": e.name, "source": e.description, "tasks": list(e.task_ids)}
-                 for e in env_list],
+        "envs": [{"env": e.name, "source": e.description, "tasks": list(e.task_ids),
+                  "signature_timing": e.reveal} for e in env_list],
         "seeds": list(seed_list),
         "steps": steps,
         "horizons": list(horizons),

@@ -9,7 +9,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kbsim.trace.schema import KERNELS_SCHEMA, SCHEMA_VERSION, STATUSES, STEPS_SCHEMA
+from kbsim.trace.schema import (
+    KERNELS_SCHEMA,
+    OPTIONAL_COLUMNS,
+    SCHEMA_VERSION,
+    STATUSES,
+    STEPS_SCHEMA,
+)
 
 SCHEMAS: dict[str, pa.Schema] = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA}
 
@@ -35,6 +41,8 @@ def schema_problems(actual: pa.Schema, table_name: str) -> list[str]:
         ]
     for field in expected:
         index = actual.get_field_index(field.name)
+        if index < 0 and field.name in OPTIONAL_COLUMNS[table_name]:
+            continue  # written before the column existed: read as nulls
         if index < 0:
             problems.append(f"missing column '{field.name}' required by schema v1 {table_name}")
         elif not _same_type(actual.field(index).type, field.type):

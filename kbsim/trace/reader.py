@@ -19,7 +19,13 @@ import pyarrow.parquet as pq
 
 from kbsim.trace import checks
 from kbsim.trace.layout import MANIFEST_NAME, from_disk, scan_parts, stray_parquet_files
-from kbsim.trace.schema import KERNELS_SCHEMA, MANIFEST_KEYS, SCHEMA_VERSION, STEPS_SCHEMA
+from kbsim.trace.schema import (
+    KERNELS_SCHEMA,
+    MANIFEST_KEYS,
+    OPTIONAL_COLUMNS,
+    SCHEMA_VERSION,
+    STEPS_SCHEMA,
+)
 
 PathLike = str | Path
 Paths = PathLike | Sequence[PathLike]
@@ -128,9 +134,18 @@ def _unreadable(exc: BaseException) -> str:
 def read_part_file(path: Path, table_name: str,
                    columns: Sequence[str] | None = None) -> pa.Table:
     """One part file (its `columns`, default all) in memory types: the schema's fixed-size
-    lists restored (they are stored as variable-size lists: kbsim.trace.layout.to_disk)."""
-    table = pq.read_table(path, columns=list(columns) if columns is not None else None)
-    return from_disk(table, checks.SCHEMAS[table_name])
+    lists restored (they are stored as variable-size lists: kbsim.trace.layout.to_disk); an
+    optional column the file predates (`OPTIONAL_COLUMNS`) comes back as nulls."""
+    schema = checks.SCHEMAS[table_name]
+    stored = set(pq.read_schema(path).names)
+    wanted = list(columns) if columns is not None else list(schema.names)
+    absent = [n for n in wanted if n not in stored and n in OPTIONAL_COLUMNS[table_name]]
+    table = pq.read_table(path, columns=[n for n in wanted if n not in absent]
+                          if columns is not None or absent else None)
+    for name in absent:
+        table = table.append_column(schema.field(name),
+                                    pa.nulls(table.num_rows, schema.field(name).type))
+    return from_disk(table, schema)
 
 
 def read_table_dir(

@@ -161,12 +161,14 @@ def kernel_row(
     hw_sig: Sequence[float] | None = None,
     profile9: Sequence[float] | None = None,
     profiler: str | None = None,
+    roofline_sig: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """THE builder of a KERNELS_SCHEMA row (live runner, simulated recorder, tests).
 
     Rules: non-finite floats are stored as null; ``ms`` and ``shape_ms`` only for a correct
     kernel; the kernel is ``profiled`` exactly when a hardware signature is given, and then
-    ``profiler`` names what measured it; ``profile9`` is stored whenever given.
+    ``profiler`` names what measured it; ``profile9`` is stored whenever given;
+    ``roofline_sig`` (the signature v2 sees before Nsight Compute's) only for a correct kernel.
     """
     profiled = hw_sig is not None and any(_finite(v) is not None for v in hw_sig)
     return {
@@ -191,4 +193,6 @@ def kernel_row(
         "profile9": _finite_list(profile9),
         "profiled": profiled,
         "profiler": profiler if profiled else None,
+        "roofline_sig": _finite_list(roofline_sig) if correct and roofline_sig is not None
+        else None,
     }

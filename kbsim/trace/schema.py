@@ -93,9 +93,19 @@ KERNELS_SCHEMA = pa.schema(
         pa.field("profile9", pa.list_(pa.float64(), len(PROFILE_DIMS))),
         pa.field("profiled", pa.bool_(), nullable=False),
         pa.field("profiler", pa.string()),
+        # (SM, DRAM, L2) % of peak from the measured runtime and the task's bytes and FLOPs
+        # (live.hardware.kernel_roofline_signature): what v2 sees before Nsight Compute's
+        # signature (docs/profiling-and-memory.md); null without GPU peaks. Optional: part
+        # files written before it lack the column and read as null (OPTIONAL_COLUMNS)
+        pa.field("roofline_sig", pa.list_(pa.float64(), 3)),
     ],
     metadata={"kernelband.table": "kernels", "kernelband.schema_version": str(SCHEMA_VERSION)},
 )
+
+#: columns added to schema v1 after traces were shipped: a part file without them is still
+#: valid, and the reader fills them with nulls. NOTE (D75): optional columns instead of a
+#: schema version 2 (older kernelband refuses a part file that has them)
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"steps": (), "kernels": ("roofline_sig",)}
 
 #: one row per (policy, env, task, seed, step) of a replay
 RESULTS_SCHEMA = pa.schema(

@@ -227,6 +227,7 @@ def _synthetic_kernels(
             "profile9": _fixed_list(profile9),
             "profiled": pa.array(np.ones(n_kernels, dtype=bool)),
             "profiler": pa.array(["synthetic"] * n_kernels, pa.string()),
+            "roofline_sig": pa.nulls(n_kernels, pa.list_(pa.float64(), 3)),
         },
         schema=KERNELS_SCHEMA,
     )

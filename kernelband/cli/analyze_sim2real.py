@@ -22,8 +22,12 @@ import click
               help="Replay environment(s); repeat for both [default: tape and fitted].")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Horizon T [default: the policy trace's longest task].")
+@click.option("--reveal", default=None,
+              help="When the replayed v2 sees Nsight Compute signatures: delays (the policy "
+                   "run's recorded ones; default for a --profile reps run), lag:N or at-once "
+                   "(default otherwise).")
 def sim2real(explore_dir: str, policy_dir: str, out_dir: str, seeds: int,
-             envs: tuple[str, ...], steps: int | None) -> None:
+             envs: tuple[str, ...], steps: int | None, reveal: str | None) -> None:
     """Compare replay's predicted best-speedup curve with a real policy run, per task.
 
     Replays the policy trace's policy (manifest policy.spec, e.g. kernelband-v2) on the
@@ -44,7 +48,7 @@ def sim2real(explore_dir: str, policy_dir: str, out_dir: str, seeds: int,
 
     try:
         result = run_sim2real(explore_dir, policy_dir, seeds=seeds, envs=list(envs or ENVS),
-                              steps=steps)
+                              steps=steps, reveal=reveal)
         write_sim2real(result, out_dir)
     except ValueError as err:  # the trace reader's TraceError is a ValueError too
         click.echo(f"error: {err}", err=True)

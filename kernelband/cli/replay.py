@@ -38,6 +38,11 @@ def _fail(message: str) -> None:
               default="resample", show_default=True, help="Tape env: when a tape runs out.")
 @click.option("--knn", default=5, show_default=True, type=int,
               help="Fitted env: recorded neighbours per prediction.")
+@click.option("--reveal", default=None,
+              help="Trace envs: when v2 sees Nsight Compute signatures (issue 15): `recorded` "
+                   "(the trace's signature-reveals.jsonl; default when it has one), `delays` "
+                   "(drawn from its recorded delays), `lag:N`, or `at-once` (default "
+                   "otherwise); before that, the kernel's roofline_sig.")
 @click.option("--tasks", default=None, help="Comma-separated task ids to keep (trace envs).")
 @click.option("--threads", default=None, type=int, help="numba threads (default: all cores).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
@@ -63,6 +68,7 @@ def replay(
     env_name: str | None,
     on_exhaust: str,
     knn: int,
+    reveal: str | None,
     tasks: str | None,
     threads: int | None,
     out: Path | None,
@@ -88,13 +94,14 @@ def replay(
         _fail("--address needs --backend ray.")
     try:
         _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on_exhaust, knn,
-                tasks, threads, out, summary_only, progress, backend, address)
+                tasks, threads, out, summary_only, progress, backend, address, reveal)
     except (ValueError, FileNotFoundError, NotADirectoryError) as err:
         _fail(str(err).rstrip(".") + ".")
 
 
 def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on_exhaust, knn,
-            tasks, threads, out, summary_only, progress, backend="local", address=None) -> None:
+            tasks, threads, out, summary_only, progress, backend="local", address=None,
+            reveal=None) -> None:
     from kbsim.policies.spec import parse_policy
     from kbsim.replay.presets import get_preset
 
@@ -128,12 +135,15 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
             if not path.is_dir():
                 raise ValueError(f"trace directory {path} does not exist")
         from kbsim.envs.recorded import load_tables
+        from kbsim.trace.reveals import load_reveals
 
         tables = load_tables([str(p) for p in traces])
         task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
         env = build_env(env_name, tables, tasks=task_list,
                         description=",".join(str(p) for p in traces), on_exhaust=on_exhaust,
-                        knn=knn)
+                        knn=knn, reveals=load_reveals([str(p) for p in traces]), reveal=reveal)
+        if env.reveal != "at-once":
+            click.echo(f"signature timing: {env.reveal}")
     if threads is not None and threads < 1:
         raise ValueError(f"--threads must be >= 1, got {threads}")
     if threads is not None:

@@ -142,6 +142,41 @@ class SignatureProvider:
             self._codes[(task_name, kernel_id)] = code
         return sig
 
+    def remember(self, task_name: str, kernel_id: str, code: str,
+                 roofline: Sequence[float] | None) -> None:
+        """A kernel evaluated before a resumption (its row is in the trace): its code and
+        roofline signature, as `observe` would have kept them."""
+        key = (task_name, kernel_id)
+        with self._cond:
+            self._roofline.setdefault(key, tuple(roofline) if roofline is not None else None)
+            self._codes.setdefault(key, code)
+
+    def resume_asked(self, task_name: str, kernel_id: str, *, asked_step: int,
+                     shown: bool, hw: Sequence[float] | None,
+                     prof9: Sequence[float] | None) -> None:
+        """What a resumed run's replay of its recorded steps tells of a representative asked
+        for before the interruption (``reps``): the step it was first asked for, its Nsight
+        Compute signature where the trace has it and whether it was already shown (then it
+        is not recorded again); one the trace has no profile of is queued again."""
+        key = (task_name, kernel_id)
+        with self._cond:
+            self._asked.setdefault(key, asked_step)
+            if hw is not None:
+                self._results[key] = (list(hw), list(prof9) if prof9 is not None else None)
+            if shown:
+                self._shown.add(key)
+            elif (hw is None and self.mode == "reps" and key in self._codes
+                  and key not in self._results and not any(q[1:] == key for q in self._queue)):
+                self._queue.append((time.monotonic(), task_name, kernel_id))
+                self._ensure_thread()
+                self._cond.notify_all()
+
+    def provisional(self, task_name: str, kernel_id: str) -> bool:
+        """Whether what `reveal` shows of this kernel now is its roofline signature, to be
+        replaced by Nsight Compute's (``reps``, not shown yet)."""
+        with self._cond:
+            return self.mode == "reps" and (task_name, kernel_id) not in self._shown
+
     def roofline(self, task_name: str, kernel_id: str) -> tuple[float, float, float] | None:
         with self._cond:
             return self._roofline.get((task_name, kernel_id))

@@ -32,6 +32,8 @@ class KernelInfo:
     hw: np.ndarray | None = None
     prof9: np.ndarray | None = None
     profile_tried: bool = False
+    #: roofline signature (live.hardware) from its measured runtime; None without GPU peaks
+    roofline: list[float] | None = None
 
     def as_child(self, parent: KernelInfo, strategy: str) -> KernelInfo:
         """The pool entry for this kernel reached from `parent` under `strategy` (a fresh
@@ -40,7 +42,7 @@ class KernelInfo:
         return KernelInfo(
             kernel_id=self.kernel_id, code=self.code, ms=self.ms, ref_ms=self.ref_ms,
             parent_id=parent.kernel_id, chain=[*parent.chain, strategy], phi=self.phi,
-            rt6=self.rt6, meta=self.meta, hw=self.hw, prof9=self.prof9,
+            rt6=self.rt6, meta=self.meta, hw=self.hw, prof9=self.prof9, roofline=self.roofline,
         )
 
 

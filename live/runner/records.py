@@ -21,9 +21,11 @@ def _finite(value: float | None) -> float | None:
 
 
 def kernel_row(run_id: str, task_id: str, code: str, result: EvalResult,
-               parent_id: str | None, chain: list[str], profile: Any | None) -> dict[str, Any]:
+               parent_id: str | None, chain: list[str], profile: Any | None,
+               roofline: Any | None = None) -> dict[str, Any]:
     """A KERNELS_SCHEMA row for an evaluated candidate (correct or not), with its profile if
-    one was taken (`profile` is a live.profiler.ProfileResult): the evaluator's fields handed
+    one was taken (`profile` is a live.profiler.ProfileResult) and its roofline signature
+    (`live.hardware`, what v2 sees before Nsight Compute's): the evaluator's fields handed
     to THE kernel-row builder, `kbsim.trace.rows.kernel_row`."""
     profiled = bool(profile is not None and profile.profiled and profile.hw_sig is not None)
     return build_kernel_row(
@@ -36,6 +38,7 @@ def kernel_row(run_id: str, task_id: str, code: str, result: EvalResult,
         hw_sig=profile.hw_sig if profiled else None,
         profile9=profile.profile9 if profiled and profile.profile9 else None,
         profiler=profile.profiler if profiled else None,
+        roofline_sig=roofline,
     )
 
 

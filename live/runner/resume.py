@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from kbsim.trace.reader import load_trace
+from kbsim.trace.reveals import Reveal, load_reveals
 from live.runner.config import RunConfig
 from live.runner.kernels import KernelInfo, features
 
@@ -31,9 +32,13 @@ class RecordedRun:
     """Steps and kernels of `run_id` already in a trace."""
 
     def __init__(self, steps: list[dict[str, Any]], kernels: list[dict[str, Any]],
-                 manifest: dict[str, Any], run_id: str) -> None:
+                 manifest: dict[str, Any], run_id: str,
+                 reveals: list[Reveal] | None = None) -> None:
         self.run_id = run_id
         self.manifest = manifest
+        #: (task, kernel) -> the step the run first showed its Nsight Compute signature
+        self._shown = {(r.task_id, r.kernel_id): r.shown_step for r in reveals or ()
+                       if r.run_id == run_id}
         self._steps: dict[str, list[dict[str, Any]]] = {}
         for row in sorted(steps, key=lambda r: (r["task_id"], r["step"])):
             self._steps.setdefault(row["task_id"], []).append(row)
@@ -45,6 +50,17 @@ class RecordedRun:
         self.tokens_spent = sum(int(r.get("prompt_tokens") or 0)
                                 + int(r.get("completion_tokens") or 0) for r in steps)
         self.cost_spent = float(sum(float(r.get("cost_usd") or 0.0) for r in steps))
+
+    @property
+    def reveals_timed(self) -> bool:
+        """Whether the run showed roofline signatures until Nsight Compute's (``--profile
+        reps``, NOTE D67): its replay then follows ``signature-reveals.jsonl``."""
+        return (self.manifest.get("signatures") or {}).get("mode") == "reps"
+
+    def shown_step(self, task_id: str, kid: str) -> int | None:
+        """The step the run first showed kernel `kid`'s Nsight Compute signature (None:
+        never, as far as the trace says)."""
+        return self._shown.get((task_id, kid))
 
     def steps_of(self, task_id: str) -> list[dict[str, Any]]:
         return self._steps.get(task_id, [])
@@ -68,6 +84,8 @@ class RecordedRun:
             ref_ms=self.ref_ms(task_id), parent_id=parent_id, chain=chain, phi=phi, rt6=rt6,
             meta=meta, hw=list(row["hw_sig"]) if profiled else None,
             prof9=list(row["profile9"]) if profiled and row["profile9"] is not None else None,
+            roofline=(list(row["roofline_sig"]) if row.get("roofline_sig") is not None
+                      else None),
         )
 
     def correct_kernel_ids(self, task_id: str) -> list[str]:
@@ -91,4 +109,4 @@ def load_recorded(path: str | Path, run_id: str) -> RecordedRun:
     steps = [r for r in data.steps.to_pylist() if r["run_id"] == run_id]
     kernels = [k for k in data.kernels.to_pylist() if k["run_id"] == run_id]
     manifest = data.manifests[0] if data.manifests else {}
-    return RecordedRun(steps, kernels, manifest, run_id)
+    return RecordedRun(steps, kernels, manifest, run_id, load_reveals(path))

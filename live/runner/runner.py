@@ -241,6 +241,8 @@ class LiveRunner:
                 kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
                 cache.setdefault(kid, Evaluation("ok", kernel=kernel, kernel_id=kid,
                                                  ref_ms=kernel.ref_ms if kernel else None))
+                if kernel is not None and self.signatures is not None:
+                    self.signatures.remember(task.name, kid, kernel.code, kernel.roofline)
         world = TaskWorld(self, task, status, cache, recorded)
         stopped = episode.run(world, self.config.steps,
                               lambda: None if world.replaying else self._stop_reason())
@@ -321,9 +323,11 @@ class LiveRunner:
                                         ("num_stages", result.num_stages)) if v is not None},
             )
         profile = None
+        roofline = None
         if kernel is not None and self.signatures is not None:
             roofline = self.signatures.observe(task.name, kernel.kernel_id, code,
                                                result.shapes, result.shape_ms)
+            kernel.roofline = list(roofline) if roofline is not None else None
             if self.signatures.mode == "roofline" and roofline is not None:
                 profile = ProfileResult(kernel.kernel_id, task.name, profiled=True,
                                         profiler="roofline", hw_sig=roofline)
@@ -338,7 +342,8 @@ class LiveRunner:
         assert self.writer is not None
         with self._writer_lock:
             self.writer.append_kernel(
-                kernel_row(self.run_id, task.name, code, result, parent_id, chain, profile)
+                kernel_row(self.run_id, task.name, code, result, parent_id, chain, profile,
+                           roofline)
             )
         return Evaluation(result.status, result.error, kernel, result.kernel_id, result.ref_ms,
                           result.eval_latency_s)

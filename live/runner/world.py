@@ -71,18 +71,49 @@ class TaskWorld:
 
     def reveal(self, episode: Episode, wanted: list[int]) -> None:
         """Reveal the wanted signatures: what the runner's signature provider shows at this
-        step (NOTE D67), or, while replaying a resumed run, the signatures recorded then."""
+        step (NOTE D67), or, while replaying a resumed run, what the run showed then."""
         kernels: list[KernelInfo] = [episode.members[i] for i in wanted]
-        if self.replaying or not kernels:
-            seen = [(k.hw, k.prof9) for k in kernels]
+        if not kernels:
+            return
+        if self.replaying:
+            seen = self._recorded_reveal(episode, wanted, kernels)
         else:
             started = time.perf_counter()
-            seen = self.runner.reveal_signatures(self.task, episode.step, kernels)
+            shown = self.runner.reveal_signatures(self.task, episode.step, kernels)
+            provider = self.runner.signatures
+            seen = [(hw, prof9, hw is not None and provider is not None
+                     and provider.provisional(self.task.name, k.kernel_id))
+                    for k, (hw, prof9) in zip(kernels, shown, strict=True)]
             if self.runner.profiling:
                 self._profile_s = time.perf_counter() - started
-        for idx, kernel, (hw, prof9) in zip(wanted, kernels, seen, strict=True):
+        for idx, kernel, (hw, prof9, provisional) in zip(wanted, kernels, seen, strict=True):
             kernel.profile_tried = True
-            episode.reveal(idx, hw, prof9)
+            episode.reveal(idx, hw, prof9, provisional=provisional)
+
+    def _recorded_reveal(self, episode: Episode, wanted: list[int], kernels: list[KernelInfo]
+                         ) -> list[tuple[Any, Any, bool]]:
+        """What the recorded run showed at this step: with ``--profile reps`` a kernel's
+        roofline signature until the ``shown_step`` of ``signature-reveals.jsonl`` (for ever
+        where none is recorded), its recorded Nsight Compute signature from then on; else the
+        recorded signature at once. The signature provider learns what was asked and shown,
+        so the run goes on from there as the uninterrupted one would."""
+        assert self.recorded is not None
+        provider = self.runner.signatures
+        if not self.recorded.reveals_timed:
+            return [(k.hw, k.prof9, False) for k in kernels]
+        out = []
+        for idx, kernel in zip(wanted, kernels, strict=True):
+            shown_at = self.recorded.shown_step(self.task.name, kernel.kernel_id)
+            shown = shown_at is not None and episode.step >= shown_at and kernel.hw is not None
+            out.append((kernel.hw, kernel.prof9, False) if shown
+                       else (kernel.roofline, None, kernel.roofline is not None))
+            if provider is not None:
+                provider.remember(self.task.name, kernel.kernel_id, kernel.code,
+                                  kernel.roofline)
+                provider.resume_asked(self.task.name, kernel.kernel_id,
+                                      asked_step=episode.asked.get(idx, episode.step),
+                                      shown=shown, hw=kernel.hw, prof9=kernel.prof9)
+        return out
 
     def attempt(self, episode: Episode, choice: Choice) -> Attempt:
         if self.pending:

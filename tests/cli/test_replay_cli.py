@@ -100,3 +100,19 @@ def test_bad_input_is_one_sentence_and_exit_1(tmp_path, trace_dir, args, message
     assert message in result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_reveal_option_and_the_timing_in_the_manifest(trace_dir, tmp_path) -> None:
+    """The synthetic trace has no roofline_sig: a lag is asked for, at-once is used and said."""
+    import json
+
+    out = tmp_path / "o"
+    result = _run("--trace", str(trace_dir), "--policy", "kernelband-v2:K=2", "--seeds", "1",
+                  "--steps", "10", "--reveal", "lag:2", "--out", str(out), "--summary-only")
+    assert result.exit_code == 0, result.output
+    assert "signature timing: at-once (lag:2 asked for: the trace has no roofline_sig)" in \
+        result.output
+    manifest = json.loads((out / "_replay.json").read_text())
+    assert manifest["envs"][0]["signature_timing"].startswith("at-once (lag:2")
+    bad = _run("--trace", str(trace_dir), "--policy", "greedy", "--reveal", "soon")
+    assert bad.exit_code == 1 and "unknown signature timing 'soon'" in bad.output

@@ -70,8 +70,9 @@ def test_bad_names_and_sources_are_one_sentence(name, source, message) -> None:
 def test_registry_covers_every_compiled_env_kind() -> None:
     assert {n: e.kind for n, e in ENVIRONMENTS.items()} == ENV_KINDS
     assert TRACE_ENVS == ("tape", "fitted")
-    assert env_entry("fitted").options == ("knn", "not_applicable")
-    assert env_entry("tape").options == ("on_exhaust", "not_applicable")
+    # issue 15: both trace envs take the signature timing (reveals, reveal) too
+    assert env_entry("fitted").options == ("knn", "not_applicable", "reveals", "reveal")
+    assert env_entry("tape").options == ("on_exhaust", "not_applicable", "reveals", "reveal")
 
 
 def test_not_applicable_rule_passes_through_to_both_trace_envs(tables) -> None:

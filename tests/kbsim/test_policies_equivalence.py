@@ -25,7 +25,14 @@ from kbsim.policies import (
     select,
     update,
 )
-from kbsim.policies.reference import prepare_ref, representatives_ref, select_ref, update_ref
+from kbsim.policies.kernels import show_signature
+from kbsim.policies.reference import (
+    prepare_ref,
+    representatives_ref,
+    select_ref,
+    show_signature_ref,
+    update_ref,
+)
 from kbsim.rng import new_rng
 
 
@@ -80,9 +87,39 @@ def _update_and_grow(spec, gen: np.random.Generator, compiled: tuple, ref: tuple
     return r_got
 
 
+def _roofline_of(hw: np.ndarray) -> np.ndarray:
+    """A stand-in roofline signature unlike the profiler's (NaN where it is NaN)."""
+    return (hw * 7.3) % 100.0
+
+
+def _reveal_with_lag(spec, compiled: tuple, ref: tuple, hidden_hw: np.ndarray, step: int,
+                     lag: int, asked: dict, provisional: set) -> None:
+    """Issue 15's order: representatives without a signature or with a provisional one are
+    shown their roofline signature until `lag` steps after they were first asked for, then
+    the profiler's, through `show_signature` / `show_signature_ref`."""
+    (state, pool), (state_r, pool_r) = compiled, ref
+    reps = set(representatives(spec.kind, state, pool).tolist())
+    assert reps == set(representatives_ref(spec, state_r, pool_r).tolist())
+    wanted = [int(r) for c, r in enumerate(state.rep) if state.size[c] > 0 and r >= 0
+              and (int(r) in reps or int(r) in provisional)]
+    for r in wanted:
+        asked.setdefault(r, step)
+        if step >= asked[r] + lag:
+            sig = hidden_hw[r]
+            provisional.discard(r)
+        else:
+            sig = _roofline_of(hidden_hw[r])
+            provisional.add(r)
+        got = show_signature(spec.kind, state, pool, r, sig.copy())
+        assert got == show_signature_ref(spec, state_r, pool_r, r, sig.copy())
+
+
 def run_pair(spec_text: str, steps: int, seed: int, max_pool: int = 40,
-             live_profiling: bool = False, check_state_every: int = 50) -> dict:
-    """Run compiled and reference side by side; assert equality; return a small summary."""
+             live_profiling: bool = False, check_state_every: int = 50,
+             lag: int | None = None) -> dict:
+    """Run compiled and reference side by side; assert equality; return a small summary.
+    `lag` (with `live_profiling`): representatives see a roofline signature for `lag` steps
+    before the profiler's replaces it (issue 15)."""
     spec = parse_policy(spec_text)
     gen = np.random.default_rng(seed)
     pool = new_pool(max_pool)
@@ -94,8 +131,15 @@ def run_pair(spec_text: str, steps: int, seed: int, max_pool: int = 40,
     pool_add(pool, phi, np.full(3, np.nan) if live_profiling else hw, prof9, rt6, 1.0, 0)
     pool_r, state_r, rng_r = copy_pool(pool), copy_state(state), rng.copy()
     parents, clusters, rewards = [], [], []
+    asked: dict[int, int] = {}
+    provisional: set[int] = set()
     for step in range(steps):
-        if live_profiling:  # live order: prepare, profile the representatives, select
+        if live_profiling and lag is not None:
+            prepare(spec.kind, spec.fparams, spec.iparams, state, pool, rng)
+            prepare_ref(spec, state_r, pool_r, rng_r)
+            _reveal_with_lag(spec, (state, pool), (state_r, pool_r), hidden_hw, step, lag,
+                             asked, provisional)
+        elif live_profiling:  # live order: prepare, profile the representatives, select
             prepare(spec.kind, spec.fparams, spec.iparams, state, pool, rng)
             prepare_ref(spec, state_r, pool_r, rng_r)
             reps = representatives(spec.kind, state, pool)
@@ -117,7 +161,7 @@ def run_pair(spec_text: str, steps: int, seed: int, max_pool: int = 40,
         clusters.append(cluster)
         rewards.append(r_got)
     return {"parents": parents, "clusters": clusters, "rewards": rewards, "state": state,
-            "pool": pool, "draws": int(rng[2])}
+            "pool": pool, "draws": int(rng[2]), "replaced": len(asked) - len(provisional)}
 
 
 STEPS = 10_000
@@ -168,6 +212,15 @@ def test_compiled_matches_reference_with_live_profiling(spec_text: str) -> None:
     out = run_pair(spec_text, 2000, seed=3, live_profiling=True)
     # only representatives got profiled: most of the pool has no signature
     assert np.isnan(out["pool"].hw[: out["pool"].n[0], 0]).sum() > 10
+
+
+@pytest.mark.parametrize("spec_text", ["kernelband-v2", "kernelband-v2:K=2,tau=3", "thompson",
+                                       "kernelband-v2-nomask"])
+@pytest.mark.parametrize("lag", [1, 4])
+def test_compiled_matches_reference_when_signatures_are_replaced(spec_text: str,
+                                                                 lag: int) -> None:
+    out = run_pair(spec_text, 1500, seed=5, live_profiling=True, lag=lag, check_state_every=1)
+    assert out["replaced"] > 5  # roofline signatures really were replaced by the profiler's
 
 
 def test_v2_uses_several_clusters_and_masks() -> None:

@@ -249,3 +249,44 @@ def test_close_with_flush_profiles_what_is_queued_and_plain_close_drops_it():
     other.reveal("add", 0, [K("a", "code-a")])
     other.close()
     assert dropped.calls == []
+
+
+def test_provisional_until_nsight_is_shown_and_roofline_mode_is_final():
+    provider = _provider("reps", FakeNcu(), lag=1, deadline=0.0)
+    kernels = [K("a", "code-a")]
+    provider.reveal("add", 0, kernels)
+    assert provider.provisional("add", "a")  # the roofline signature, to be replaced
+    _wait_for(lambda: provider.batches)
+    assert provider.reveal("add", 1, kernels)[0][0] == [90.0, 1.0, 2.0]
+    assert not provider.provisional("add", "a")
+    provider.close()
+    roofline = _provider("roofline", None)
+    roofline.reveal("add", 0, kernels)
+    assert not roofline.provisional("add", "a")
+
+
+def test_a_resumed_run_continues_the_timing_of_the_interrupted_one():
+    """What the replay of recorded steps tells the provider: asked steps, recorded profiles,
+    first showings (not recorded again); an unprofiled representative is queued again."""
+    ncu = FakeNcu()
+    reveals = []
+    provider = SignatureProvider("reps", {"add": ADD}, gpu_name=H100, profiler=ncu,
+                                 timing=SignatureTiming(2, 8, 0.0, 1.0),
+                                 on_reveal=lambda *args: reveals.append(args))
+    for kid in ("a", "b", "c"):
+        provider.remember("add", kid, f"code-{kid}", (1.0, 2.0, 3.0))
+    assert provider.roofline("add", "a") == (1.0, 2.0, 3.0)
+    provider.resume_asked("add", "a", asked_step=1, shown=True, hw=[5.0, 6.0, 7.0],
+                          prof9=None)
+    provider.resume_asked("add", "b", asked_step=3, shown=False, hw=[8.0, 9.0, 10.0],
+                          prof9=None)
+    provider.resume_asked("add", "c", asked_step=3, shown=False, hw=None, prof9=None)
+    kernels = [K("a", "code-a"), K("b", "code-b"), K("c", "code-c")]
+    assert provider.reveal("add", 4, kernels)[:2] == [([5.0, 6.0, 7.0], None),
+                                                      ((1.0, 2.0, 3.0), None)]
+    _wait_for(lambda: provider.batches)
+    assert ncu.calls == [["code-c"]]  # only the one without a recorded profile
+    seen = provider.reveal("add", 5, kernels)
+    assert [hw for hw, _ in seen] == [[5.0, 6.0, 7.0], [8.0, 9.0, 10.0], [90.0, 1.0, 2.0]]
+    assert reveals == [("add", "b", 3, 5), ("add", "c", 3, 5)]  # "a" was shown before
+    provider.close()
