@@ -98,6 +98,19 @@ def _report_verdicts(loaded) -> None:  # noqa: ANN001
                            f"{first[:110]}", err=True)
 
 
+def _report_set_aside(loaded) -> None:  # noqa: ANN001
+    """Operators whose own test code is compared only where the gold code agrees with itself
+    (D76), one line each (to stderr)."""
+    notes = (loaded.stats or {}).get("passed_with_results_set_aside") or {}
+    if not notes:
+        return
+    click.echo(f"\n{len(notes)} passed with result_gold compared where the gold code agrees "
+               "with itself (racing writes or reads of memory it does not own elsewhere):",
+               err=True)
+    for name, note in sorted(notes.items()):
+        click.echo(f"  {name}: {note.split(': ', 1)[-1]}", err=True)
+
+
 def _loaded_json(loaded, checks: list | None = None) -> str:  # noqa: ANN001
     record = {"stats": loaded.stats, "tasks": [t.name for t in loaded.tasks],
               "shape_verdicts": {t.name: {str(i): v.to_dict()
@@ -138,6 +151,7 @@ def list_tasks(task_spec: str, device: str, no_cache: bool, check_workers: int |
         click.echo(f"{t.name:<{width}}  {t.category:<12}  {len(t.perf_shapes):>11}  {t.source}"
                    f"{_verdict_summary(t)}")
     _report_verdicts(loaded)
+    _report_set_aside(loaded)
     _report_skipped(loaded)
 
 
@@ -193,6 +207,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                 click.echo(f"{t.name:<40} ok (gold vs gold, in a sandboxed worker"
                            f"{_verdict_summary(t)})")
             _report_verdicts(loaded)
+            _report_set_aside(loaded)
             _report_skipped(loaded)
         sys.exit(0 if loaded.tasks and not loaded.skipped else 1)
     if not as_json:

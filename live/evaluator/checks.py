@@ -14,6 +14,9 @@ Used by the evaluator's workers (``check_call``), the in-process self-check
   exact unless a task gives them a tolerance; NaN matches NaN, inf matches the same inf.
 - ``compare_values`` compares nested results: tensors, NumPy arrays, Python scalars, strings,
   None, and dicts / lists / tuples of them.
+- ``agreement`` merges several runs of the same gold code under the same seeds into one expected
+  result: elements where the runs disagree (races, memory the code does not own) become
+  "anything" (``Varying``, ``ANYTHING``) and are not compared (NOTE D76).
 """
 
 from __future__ import annotations
@@ -37,6 +40,29 @@ class CheckFailure:
     """Why one call was judged incorrect (a readable message)."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class Varying:
+    """An expected tensor whose elements under ``mask`` may hold anything: there, runs of the
+    gold code under the same seeds disagree (NOTE D76). Compared elsewhere as a tensor."""
+
+    value: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def n_varying(self) -> int:
+        return int(self.mask.sum())
+
+
+class _Anything:
+    """An expected non-tensor value that differs between runs of the gold code (NOTE D76)."""
+
+    def __repr__(self) -> str:
+        return "ANYTHING"
+
+
+ANYTHING = _Anything()
 
 
 def as_tuple(value: Any) -> tuple:
@@ -159,6 +185,10 @@ def compare_values(got: Any, expected: Any, tolerance: Tolerance,
     if isinstance(expected, torch.Tensor):
         problem = compare_tensor(got, expected, tolerance)
         return None if problem is None else f"{where}: {problem}"
+    if isinstance(expected, Varying):
+        return _compare_varying(got, expected, tolerance, where)
+    if expected is ANYTHING:
+        return None
     array = _numpy_array(expected)
     if array is not None:
         if _numpy_array(got) is None:
@@ -195,6 +225,76 @@ def compare_values(got: Any, expected: Any, tolerance: Tolerance,
     except Exception as exc:  # noqa: BLE001 - objects whose == is not a truth value
         return f"{where}: cannot compare {type(got).__name__} values ({type(exc).__name__})"
     return None if same else f"{where}: {got!r} != {expected!r}"
+
+
+def _compare_varying(got: Any, expected: Varying, tolerance: Tolerance,
+                     where: str) -> str | None:
+    ref = expected.value
+    if isinstance(got, torch.Tensor) and got.dtype == ref.dtype and got.shape == ref.shape:
+        keep = ~expected.mask.to(got.device)
+        problem = compare_tensor(got[keep], ref.to(got.device)[keep], tolerance)
+    else:
+        problem = compare_tensor(got, ref, tolerance)
+    if problem is None:
+        return None
+    return (f"{where}: {problem}, {expected.n_varying} elements where the gold code disagrees "
+            "with itself set aside")
+
+
+def elements_apart(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """Per element of two same-shaped tensors: True where they differ beyond (atol, rtol) of `b`
+    (NaN matches NaN, inf the same inf; exact for booleans and tolerance-free integers)."""
+    a = a.detach().to(b.device)
+    if b.dtype.is_complex:
+        return elements_apart(torch.view_as_real(a.resolve_conj()),
+                              torch.view_as_real(b.resolve_conj()), atol, rtol).any(dim=-1)
+    if b.dtype == torch.bool or not b.dtype.is_floating_point and atol == 0 and rtol == 0:
+        return a != b
+    x, y = a.double(), b.double()
+    both_nan = torch.isnan(x) & torch.isnan(y)
+    same_inf = torch.isinf(y) & (x == y)
+    err = (x - y).abs()
+    apart = (err > atol + rtol * y.abs()) | (torch.isnan(x) != torch.isnan(y))
+    return apart & ~both_nan & ~same_inf
+
+
+def agreement(runs: Sequence[Any], tolerance: Tolerance) -> tuple[Any, int, int]:
+    """Several results of the same code under the same seeds merged into one expected result;
+    how many elements (or values) the runs disagree on, and how many there are.
+
+    NOTE (D76): where the runs differ beyond the dtype's tolerance, the expected result holds
+    "anything" (a ``Varying`` tensor's masked elements, ``ANYTHING`` for other values), which
+    ``compare_values`` does not compare; everything the runs agree on is compared as usual.
+    Results of different structure are not merged (the first run is returned as it is).
+    """
+    first = runs[0]
+    if isinstance(first, torch.Tensor):
+        n_all = first.numel()
+        if not all(isinstance(r, torch.Tensor) and r.shape == first.shape
+                   and r.dtype == first.dtype for r in runs[1:]):
+            return first, 0, n_all
+        atol, rtol = tolerance(dtype_name(first.dtype))
+        mask = torch.zeros(first.shape, dtype=torch.bool, device=first.device)
+        for other in runs[1:]:
+            mask |= elements_apart(other, first, atol, rtol)
+        n = int(mask.sum())
+        return (Varying(first, mask) if n else first), n, n_all
+    parts: list[tuple[Any, int, int]]
+    if isinstance(first, dict):
+        if not all(isinstance(r, dict) and set(r) == set(first) for r in runs[1:]):
+            return first, 0, 1
+        parts = [agreement([r[key] for r in runs], tolerance) for key in first]
+        merged: Any = dict(zip(first, (p[0] for p in parts), strict=True))
+    elif isinstance(first, (tuple, list)):
+        if not all(isinstance(r, (tuple, list)) and len(r) == len(first) for r in runs[1:]):
+            return first, 0, 1
+        parts = [agreement([r[i] for r in runs], tolerance) for i in range(len(first))]
+        merged = type(first)(p[0] for p in parts) if isinstance(first, tuple) else \
+            [p[0] for p in parts]
+    else:
+        same = all(compare_values(r, first, tolerance) is None for r in runs[1:])
+        return (first, 0, 1) if same else (ANYTHING, 1, 1)
+    return merged, sum(p[1] for p in parts), sum(p[2] for p in parts)
 
 
 def check_call(

@@ -161,7 +161,8 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
                 "recycle": bool(response.get("recycle")), "meta": meta,
                 "check_s": response.get("check_s"), "compile_s": response.get("compile_s"),
                 "shape_verdicts": {str(k): v for k, v in sorted(verdicts.items())},
-                "shape_peaks": {str(k): v for k, v in sorted(peaks.items())}, **extra}
+                "shape_peaks": {str(k): v for k, v in sorted(peaks.items())},
+                "source_note": response.get("source_note"), **extra}
 
     response: dict[str, Any] = {}
     for _ in range(MAX_ROUNDS):

@@ -414,6 +414,9 @@ class CandidateRunner:
                               outcome.recycle) from None
             if problem is not None:
                 raise Outcome("incorrect", f"source check: {problem}")
+            note = getattr(task, "source_note", None)
+            if note is not None and note(dev):
+                phases["source_note"] = note(dev)
         phases.pop("failed_shape", None)
         phases["check_s"] = time.perf_counter() - started + inputs_s
         if failures:  # keep_going: every failing perf shape, for the gold check to judge

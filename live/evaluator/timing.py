@@ -4,7 +4,9 @@ CUDA: every repetition flushes L2 (writes a buffer twice the L2 size), then time
 with its own pair of CUDA events; the order of the two alternates between repetitions so neither
 always runs on the heels of the other. Repetitions run in windows; after ``min_reps`` the loop
 stops once the medians of both functions moved less than ``rel_tol`` over the last window, or at
-``max_reps`` / ``max_time_s``. CPU (interpreter): wall clock, a few repetitions, flagged as such.
+``max_reps`` / ``max_time_s``. Slow calls (hundreds of milliseconds: TritonBench-G's largest
+inputs) get fewer warm-up repetitions and shorter windows, so ``max_time_s`` bounds the timing
+(``window_for``). CPU (interpreter): wall clock, a few repetitions, flagged as such.
 """
 
 from __future__ import annotations
@@ -28,6 +30,19 @@ class TimingConfig:
     rel_tol: float = 0.005
     max_time_s: float = 2.0
     cpu_reps: int = 2
+    #: warm-up stops after this long (at least one repetition), however few reps that is
+    max_warmup_s: float = 0.5
+
+
+def window_for(rep_s: float, config: TimingConfig) -> int:
+    """Repetitions per window when one interleaved repetition takes `rep_s` seconds: the
+    configured window, shortened so that a window takes at most a quarter of ``max_time_s``
+    (at least one repetition). Only slow calls are affected: at the defaults, a repetition
+    over 50 ms."""
+    if rep_s <= 0:
+        return config.window
+    fits = int(config.max_time_s / 4 / rep_s)
+    return max(1, min(config.window, fits))
 
 
 @dataclass(frozen=True)
@@ -76,18 +91,24 @@ def time_cuda_interleaved(
 ) -> Samples:
     """Interleaved CUDA-event timings of `fns` with L2 flushed before every timed call."""
     flush = torch.empty(max(int(2 * l2_bytes), 1 << 20), dtype=torch.int8, device="cuda")
-    for _ in range(config.warmup_reps):
+    started = time.perf_counter()
+    rep_s = 0.0
+    for done in range(1, config.warmup_reps + 1):
         for fn in fns:
             flush.zero_()
             fn()
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        rep_s = (time.perf_counter() - started) / done
+        if time.perf_counter() - started > config.max_warmup_s:
+            break  # a slow call: what is left of warm-up would cost seconds
+    window = window_for(rep_s, config)
     history: list[list[float]] = [[] for _ in fns]
     order = list(range(len(fns)))
     started = time.perf_counter()
     reps = 0
     while True:
         pending = []
-        for rep in range(config.window):
+        for rep in range(window):
             sequence = order if (reps + rep) % 2 == 0 else order[::-1]
             for index in sequence:
                 start = torch.cuda.Event(enable_timing=True)
@@ -100,10 +121,10 @@ def time_cuda_interleaved(
         torch.cuda.synchronize()
         for index, start, end in pending:
             history[index].append(float(start.elapsed_time(end)))
-        reps += config.window
+        reps += window
         if reps >= config.max_reps or time.perf_counter() - started > config.max_time_s:
             break
-        if reps >= config.min_reps and _stable(history, config.window, config.rel_tol):
+        if reps >= config.min_reps and _stable(history, window, config.rel_tol):
             break
     del flush
     return Samples(ms=tuple(tuple(h) for h in history))

@@ -15,6 +15,7 @@ the tasks and owns the run-wide parts (evaluator, profiler, trace writer, budget
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import os
@@ -153,6 +154,19 @@ class LiveRunner:
         with self._writer_lock, open(Path(self.config.out) / "signature-reveals.jsonl",
                                      "a") as f:
             f.write(line + "\n")
+
+    def _log_evaluation(self, task_name: str, result: Any) -> None:
+        """Where an evaluation's time went: one JSON line per evaluation in
+        OUT/evaluations.jsonl (compiling, checking, timing, and the rest: waiting for the GPU
+        lock, process hops), beside the trace, which keeps only the latency."""
+        fields = ("kernel_id", "status", "eval_latency_s", "worker_overhead_s", "compile_s",
+                  "check_s", "timing_s", "timing_reps", "ms", "ref_ms", "worker_recycled")
+        record = {"run_id": self.run_id, "task_id": task_name,
+                  "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
+                  **{name: getattr(result, name) for name in fields},
+                  "error": (result.error or "")[:200] or None}
+        with self._writer_lock, open(Path(self.config.out) / "evaluations.jsonl", "a") as f:
+            f.write(json.dumps(record, default=list) + "\n")
 
     def _on_profiled(self, task_name: str, kernel_id: str, result: Any) -> None:
         if result.hw_sig is not None:
@@ -311,6 +325,7 @@ class LiveRunner:
         written to the trace at once."""
         with self._serial_lock:
             result = self.evaluator.evaluate(task.name, code, seed=seed)
+        self._log_evaluation(task.name, result)
         kernel = None
         if result.status == "ok" and result.correct:
             phi, rt6 = features(result.phi, result.runtime_vec)

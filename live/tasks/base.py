@@ -93,6 +93,9 @@ class Task:
         call_style: ``dps`` or ``returns``; see the module docstring.
         run: for ``returns``: ``run(module, inputs) -> tuple[Tensor, ...]``.
         source_check: optional ``source_check(candidate_source, device) -> str | None``.
+        source_note: optional ``source_note(device) -> str | None``: what the last passing
+            source check left uncompared (TritonBench: result_gold elements where runs of the
+            gold code disagree, NOTE D76), for the gold check's record.
         compute_dtype: dtype whose peak FLOP/s bounds the kernel (``float16`` for an fp16
             matmul), used by ``live.hardware.roofline_fraction``.
         prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
@@ -139,6 +142,7 @@ class Task:
     call_style: str = "dps"
     run: Callable[[ModuleType, tuple], tuple] | None = None
     source_check: Callable[[str, str], str | None] | None = None
+    source_note: Callable[[str], str | None] | None = None
     compute_dtype: str = "float32"
     prepare_source: Callable[[str], str] | None = None
     language: str = "triton"

@@ -19,7 +19,7 @@ from typing import Any
 from kbsim.trace.layout import atomic_write_bytes
 
 #: bump when what a check does changes, so that older results are not reused
-CHECK_VERSION = 5
+CHECK_VERSION = 6
 
 
 def cache_dir() -> Path:

@@ -154,3 +154,32 @@ def test_chunked_comparison_counts_like_one_pass(monkeypatch) -> None:
     changed = strided.clone()
     changed[900, 1] += 1
     assert not checks._same(strided, changed)
+
+
+def test_runs_of_the_gold_code_merge_into_what_they_agree_on() -> None:
+    """NOTE D76: elements the runs disagree on (beyond tolerance) are not compared; the rest
+    are, exactly for integers."""
+    from live.evaluator.checks import ANYTHING, Varying, agreement
+
+    a = {"f": torch.tensor([1.0, 2.0, 3.0, float("nan")]),
+         "i": torch.tensor([1, 2, 3], dtype=torch.int8), "s": 0.5, "name": "x"}
+    b = {"f": torch.tensor([1.0, 2.0 + 1e-9, 9.0, float("nan")]),  # 2.0 within tolerance
+         "i": torch.tensor([1, 5, 3], dtype=torch.int8), "s": 0.75, "name": "x"}
+    merged, varying, total = agreement([a, b, a], tolerance)
+    assert (varying, total) == (3, 4 + 3 + 2)
+    assert isinstance(merged["f"], Varying) and merged["f"].mask.tolist() == [0, 0, 1, 0]
+    assert merged["i"].mask.tolist() == [0, 1, 0]
+    assert merged["s"] is ANYTHING and merged["name"] == "x"
+    # anything goes where the runs disagree, nothing else does
+    assert compare_values(
+        {"f": torch.tensor([1.0, 2.0, -4.0, float("nan")]),
+         "i": torch.tensor([1, 0, 3], dtype=torch.int8), "s": 99.0, "name": "x"},
+        merged, tolerance) is None
+    problem = compare_values({**b, "i": torch.tensor([0, 5, 3], dtype=torch.int8)}, merged,
+                             tolerance)
+    assert problem == ("result['i']: 1/2 elements differ (exact dtype int8), 1 elements where "
+                       "the gold code disagrees with itself set aside")
+    assert "dtype" in compare_values({**a, "f": a["f"].half()}, merged, tolerance)
+    # runs of different structure are not merged; one run is itself
+    assert agreement([[1, 2], [1, 2, 3]], tolerance) == ([1, 2], 0, 1)
+    assert agreement([a], tolerance) == (a, 0, 9)

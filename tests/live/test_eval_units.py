@@ -111,6 +111,17 @@ def test_timing_statistics() -> None:
     assert [len(s) for s in samples.ms] == [3, 3]
 
 
+def test_slow_calls_get_short_windows_so_the_time_limit_holds() -> None:
+    from live.evaluator.timing import window_for
+
+    config = TimingConfig()  # window 10, max_time_s 2: a window may take 0.5 s
+    assert window_for(0.001, config) == 10  # fast kernels: unchanged
+    assert window_for(0.05, config) == 10
+    assert window_for(0.1, config) == 5
+    assert window_for(1.3, config) == 1  # a 665 ms pair of calls: one repetition per window
+    assert window_for(0.0, config) == 10
+
+
 def test_scrubbed_env_drops_credentials_only() -> None:
     env = scrubbed_env(
         {"PATH": "/bin", "OPENAI_API_KEY": "x", "HF_HOME": "/h", "GITHUB_TOKEN": "t",

@@ -84,6 +84,17 @@ def test_mutate_run_on_three_tasks_writes_a_valid_trace(tmp_path, evaluator):
     for summary in result.tasks:
         assert Path(summary.best_path).read_text().strip()
         assert summary.steps == 5
+    # where each evaluation's time went: one line per evaluation (k0s and evaluated steps)
+    import json
+
+    log = (tmp_path / "t" / "evaluations.jsonl").read_text()
+    lines = [json.loads(x) for x in log.splitlines()]
+    assert sorted(x["kernel_id"] for x in lines) == sorted(kernels["kernel_id"])
+    assert {x["task_id"] for x in lines} == {"add", "softmax", "transpose"}
+    for line in lines:
+        assert line["eval_latency_s"] is not None and line["eval_latency_s"] >= 0
+        if line["status"] == "ok":
+            assert line["timing_s"] > 0 and line["check_s"] >= 0
 
 
 def test_existing_trace_without_resume_is_refused(tmp_path, evaluator):
