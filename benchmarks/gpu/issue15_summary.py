@@ -31,6 +31,10 @@ def summarise(run: Path) -> dict:
     evaluated = steps[steps["status"] != "not_applicable"]
     times = steps["time"].sort_values()
     span = (times.iloc[-1] - times.iloc[0]).total_seconds() if len(times) > 1 else float("nan")
+    # evaluations per second of the loop running: from the first evaluated step to the last
+    # (neither the k0 start-up nor the end-of-run flush of profiles counts)
+    etimes = evaluated["time"].sort_values()
+    espan = (etimes.iloc[-1] - etimes.iloc[0]).total_seconds() if len(etimes) > 1 else 0.0
     return {
         "label": run.name, "wall_s": meta["wall_s"], "attempts": len(steps),
         "attempts_per_s": len(steps) / meta["wall_s"],
@@ -39,6 +43,7 @@ def summarise(run: Path) -> dict:
         # not_applicable rows cost nothing (no LLM, no GPU): v2 on `add`, where every unmasked
         # strategy is not applicable, makes hundreds a second; evaluations/s is the fair rate
         "evaluations_per_s": len(evaluated) / meta["wall_s"],
+        "evaluations_per_s_steady": (len(evaluated) - 1) / espan if espan > 0 else None,
         "tasks": len(tasks), "tasks_lost": sorted(set(tasks) - k0_ok),
         "min_steps_per_task": int(per_task.min()) if len(per_task) else 0,
         "oom_failures": oom_steps + log.lower().count("out of memory"),
@@ -64,6 +69,7 @@ def main() -> None:
     for row in rows:
         brief = {k: row.get(k) for k in ("label", "attempts", "evaluations", "wall_s",
                                           "attempts_per_s", "evaluations_per_s",
+                                          "evaluations_per_s_steady",
                                           "attempts_per_s_between_first_and_last",
                                           "tasks_lost", "oom_failures", "min_steps_per_task",
                                           "profiled_ncu", "policy_wait_s_max", "error")}
