@@ -46,7 +46,8 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               "per GPU actor [ceil(in-flight / actors), at most 8 and the cluster's CPUs per "
               "GPU].")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
-              help="Stop starting attempts after this many seconds.")
+              help="Stop starting attempts after this many seconds (attempts in flight end; "
+              "representatives not profiled by then are left to `kernelband traces profile`).")
 @click.option("--eval-timeout", "eval_timeout_s", type=float, default=None,
               help="Seconds per candidate for checking and timing [120].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,

@@ -192,6 +192,11 @@ class SignatureProvider:
             return [(self.roofline(task_name, k.kernel_id), None) for k in kernels]
         return [self._reveal_reps(task_name, step, k) for k in kernels]
 
+    def pending(self) -> int:
+        """Representatives asked for and not profiled yet (queued)."""
+        with self._cond:
+            return len(self._queue)
+
     def close(self, flush: bool = False) -> None:
         """Stop the profiling thread. ``flush``: the batch in flight finishes and what is still
         queued is profiled now (no deadline, no share), so the trace holds every representative

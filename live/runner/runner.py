@@ -222,8 +222,8 @@ class LiveRunner:
                     futures = [pool.submit(self._run_task, task, recorded)
                                for task in self.tasks]
                     summaries = [f.result() for f in futures]
-                if self.signatures is not None:  # the representatives asked for, recorded
-                    self.signatures.close(flush=True)
+                if self.signatures is not None:
+                    self._close_signatures()
         finally:
             self.progress.close()
             if self.signatures is not None:
@@ -231,6 +231,21 @@ class LiveRunner:
             if self._own_evaluator:
                 self.evaluator.close()
         return RunResult(out=out, run_id=self.run_id, tasks=summaries)
+
+    def _close_signatures(self) -> None:
+        """The end of a run: every representative asked for is profiled and recorded, unless
+        --max-wall has passed. Then the session in flight is cancelled and the queue dropped:
+        profiling them (tens of seconds per batch) would hold the run past its wall-clock
+        budget; `kernelband traces profile` adds the missing profiles later."""
+        assert self.signatures is not None
+        if self._deadline is None or time.monotonic() < self._deadline:
+            self.signatures.close(flush=True)
+            return
+        left = self.signatures.pending()
+        self.signatures.close(flush=False)
+        if left:
+            log.info("--max-wall reached: %d representative(s) asked for were not profiled; "
+                     "`kernelband traces profile %s` adds them", left, self.config.out)
 
     def _stop_reason(self) -> str | None:
         if self._deadline is not None and time.monotonic() >= self._deadline:

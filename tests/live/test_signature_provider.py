@@ -290,3 +290,35 @@ def test_a_resumed_run_continues_the_timing_of_the_interrupted_one():
     assert [hw for hw, _ in seen] == [[5.0, 6.0, 7.0], [8.0, 9.0, 10.0], [90.0, 1.0, 2.0]]
     assert reveals == [("add", "b", 3, 5), ("add", "c", 3, 5)]  # "a" was shown before
     provider.close()
+
+
+@pytest.mark.parametrize("past_deadline", [False, True])
+def test_the_end_of_a_run_profiles_what_was_asked_unless_max_wall_passed(past_deadline, caplog):
+    """At the end of a run the queued representatives are profiled and recorded; past --max-wall
+    they are left (to `kernelband traces profile`) and the run ends at once."""
+    from types import SimpleNamespace
+
+    from live.runner.runner import LiveRunner
+
+    ncu = FakeNcu()
+    ncu.gate.clear()  # every batch waits for the test
+    provider = _provider("reps", ncu, lag=1, batch=8, deadline=60.0)  # nothing is due yet
+    provider.reveal("add", 0, [K("a", "code-a"), K("b", "code-b")])
+    assert provider.pending() == 2
+    runner = LiveRunner.__new__(LiveRunner)
+    runner.signatures = provider
+    runner.config = SimpleNamespace(out="trace-dir")
+    runner._deadline = time.monotonic() + (-1.0 if past_deadline else 600.0)
+    if not past_deadline:
+        threading.Timer(0.2, ncu.gate.set).start()  # the flush profiles the queue
+    started = time.perf_counter()
+    with caplog.at_level(logging.INFO, logger="live.runner.runner"):
+        runner._close_signatures()
+    if past_deadline:
+        assert ncu.calls == [] and time.perf_counter() - started < 5.0
+        assert "2 representative(s) asked for were not profiled" in caplog.text
+        assert "kernelband traces profile trace-dir" in caplog.text
+    else:
+        assert ncu.calls == [["code-a", "code-b"]]
+        assert provider.pending() == 0
+    ncu.gate.set()
