@@ -273,19 +273,6 @@ class Evaluator:
                 return failure("runtime_error", kid, task_name,
                                f"memory limit exceeded: {got.detail}", **base), False
             tag, payload = got.message
-            if tag == "phase" and payload == "yield":
-                # NOTE (D77): between two checks the worker lets a waiting timing (or
-                # profiling batch) go first: a timing then waits for one shape's check of each
-                # reader, not for their whole check phases (on TritonBench-G, 20-40 s each)
-                if held is not None and held[0] == "shared":
-                    self.gpu_lock.release_shared()
-                    held[0] = "none"
-                    self.gpu_lock.acquire_shared()
-                    held[0] = "shared"
-                if not worker.send({"op": "go"}):
-                    got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
-                continue
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
                            reserved if reserved is not None else [0])
@@ -307,8 +294,8 @@ class Evaluator:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
         time: the phase timeout starts once it is granted). Checking (shared) first reserves
         the task's bytes from the memory plan's pool, before waiting for the lock so that a
-        waiting reservation never holds timings back; timing keeps them (NOTE D77: readers
-        that let it go first between two checks hold their memory beside it)."""
+        waiting reservation never holds timings back; timing gives them back (the worker has
+        emptied its allocator cache, and nothing else runs beside a timing)."""
         assert self.gpu_lock is not None
         if held[0] == want:
             return
@@ -317,12 +304,6 @@ class Evaluator:
         elif held[0] == "exclusive":
             self.gpu_lock.release_exclusive()
         held[0] = "none"
-        if want == "exclusive" and reserved[0]:
-            # NOTE (D77): a timing keeps its check's reservation: readers that let it go
-            # first between two checks still hold their memory beside it
-            self.gpu_lock.acquire_exclusive()
-            held[0] = want
-            return
         self._give_back(reserved)
         if want == "shared":
             if self.memory_pool is not None and self.memory_plan is not None:

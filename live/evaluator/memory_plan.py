@@ -10,9 +10,8 @@ temporary it allocates, the candidate's poisoned outputs, and the comparator's f
 - each worker's input-cache bytes and its CUDA allocator cap (its planned bytes plus 15 % and
   256 MiB of slack: the plan's total is what is shared, the cap only stops a runaway worker),
 - a pool of bytes for the checks and timings in flight: a worker reserves its task's need from the
-  pool (`MemoryPool`) before it checks and keeps it while it times (NOTE D77: other workers that
-  let a timing go first between two of their checks still hold their memory beside it), giving
-  it back when the candidate is done,
+  pool (`MemoryPool`) before it checks, and gives it back when it asks for the device alone to
+  time (the worker empties its allocator cache first, so what it gave back is free on the card),
 - which shapes are dropped: a shape whose need does not fit even one worker alone. Its task keeps
   its other shapes and still runs; the drop is recorded as a note (manifest, summary).
 

@@ -399,20 +399,13 @@ class CandidateRunner:
             raise Outcome("runtime_error", "the evaluator went away before checking",
                           recycle=True)
         started = time.perf_counter()
-        for number, entry in enumerate(plan[1:]):
-            if number and await_turn is not None and not await_turn("yield"):
-                raise Outcome("runtime_error", "the evaluator went away while checking",
-                              recycle=True)
+        for entry in plan[1:]:
             check(entry)
         if peaks is not None:
             phases["shape_peaks"] = peaks
         source_check = getattr(task, "source_check", None)
         phases["failed_shape"] = None
         if source_check is not None:
-            # NOTE (D77): between two checks a waiting timing may go first (see "yield")
-            if len(plan) > 1 and await_turn is not None and not await_turn("yield"):
-                raise Outcome("runtime_error", "the evaluator went away while checking",
-                              recycle=True)
             try:
                 problem = source_check(request["code"], dev)
             except BaseException as exc:  # noqa: BLE001

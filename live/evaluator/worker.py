@@ -97,8 +97,7 @@ def main() -> None:
         started = time.perf_counter()
 
         def await_turn(kind: str) -> bool:
-            """Ask the parent for the GPU lock (`kind`: shared | timing, or yield: let a
-            waiting timing go first, then hold the shared side again); False if it is gone."""
+            """Ask the parent for the GPU lock (`kind`: shared | timing); False if it is gone."""
             write_frame(proto_out, ("phase", kind))
             answer = read_frame_fd(proto_in.fileno())
             return isinstance(answer, dict) and answer.get("op") == "go"
