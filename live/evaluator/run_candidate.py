@@ -414,9 +414,10 @@ class CandidateRunner:
                               outcome.recycle) from None
             if problem is not None:
                 raise Outcome("incorrect", f"source check: {problem}")
-            note = getattr(task, "source_note", None)
-            if note is not None and note(dev):
-                phases["source_note"] = note(dev)
+            source_note = getattr(task, "source_note", None)
+            note = source_note(dev) if source_note is not None else None
+            if note:
+                phases["source_note"] = note
         phases.pop("failed_shape", None)
         phases["check_s"] = time.perf_counter() - started + inputs_s
         if failures:  # keep_going: every failing perf shape, for the gold check to judge

@@ -321,46 +321,49 @@ def result_gold_of(code: str, test_code: str, device: str, stem: str) -> Any:
 #: NOTE (D76): runs of the gold test code merged into the expected ``result_gold`` when a
 #: candidate's disagrees with the first run's (the first is all a candidate that agrees costs)
 GOLD_RUNS = 3
-#: per (path, op, device): the gold test code's results so far, and their merge once made
-_GOLD_RUNS: dict[tuple[str, str, str], list[Any]] = {}
-_GOLD_MERGED: dict[tuple[str, str, str], tuple[Any, int, int]] = {}
-#: per (path, op, device): what the last source check set aside, for the gold check's record
-_SET_ASIDE: dict[tuple[str, str, str], str] = {}
+#: operators whose gold test-code results a worker keeps (its next checks are others')
+_GOLD_KEPT = 8
 
 
-def _gold_runs(path: str, op: str, device: str, n: int) -> list[Any]:
-    """At least ``n`` results of the gold test code (kept for the worker's next candidates)."""
+@dataclass
+class _GoldResults:
+    """One operator's gold test-code results in this worker, and their merge once made."""
+
+    runs: list[Any] = field(default_factory=list)
+    merged: tuple[Any, int, int] | None = None
+    #: what the last passing source check set aside, for the gold check's record
+    set_aside: str | None = None
+
+
+_GOLD: dict[tuple[str, str, str], _GoldResults] = {}
+
+
+def _gold(path: str, op: str, device: str, n: int) -> _GoldResults:
+    """This worker's gold test-code results for ``op``, with at least ``n`` runs."""
     key = (path, op, device)
-    if key not in _GOLD_RUNS and len(_GOLD_RUNS) >= 8:  # a worker's next checks are others'
-        oldest = next(iter(_GOLD_RUNS))
-        _GOLD_RUNS.pop(oldest)
-        _GOLD_MERGED.pop(oldest, None)
-    runs = _GOLD_RUNS.setdefault(key, [])
+    if key not in _GOLD and len(_GOLD) >= _GOLD_KEPT:
+        _GOLD.pop(next(iter(_GOLD)))  # the oldest
+    gold = _GOLD.setdefault(key, _GoldResults())
     source = operator_source(path, op)
-    while len(runs) < n:
-        runs.append(result_gold_of(source.code, source.test_code, device,
-                                   f"tb_goldtest_{op}_{len(runs)}"))
-    return runs
+    while len(gold.runs) < n:
+        gold.runs.append(result_gold_of(source.code, source.test_code, device,
+                                        f"tb_goldtest_{op}_{len(gold.runs)}"))
+    return gold
 
 
-def _gold_result(path: str, op: str, device: str) -> Any:
-    return _gold_runs(path, op, device, 1)[0]
-
-
-def _gold_agreement(path: str, op: str, device: str) -> tuple[Any, int, int]:
+def _gold_agreement(gold: _GoldResults) -> tuple[Any, int, int]:
     """The ``GOLD_RUNS`` runs of the gold test code merged (``agreement``): the expected result
     where they agree, "anything" where they do not; how many elements they disagree on, and
     how many there are."""
-    key = (path, op, device)
-    if key not in _GOLD_MERGED:
-        _GOLD_MERGED[key] = agreement(_gold_runs(path, op, device, GOLD_RUNS),
-                                      _default_tolerance)
-    return _GOLD_MERGED[key]
+    if gold.merged is None:
+        gold.merged = agreement(gold.runs[:GOLD_RUNS], _default_tolerance)
+    return gold.merged
 
 
 def set_aside_note(path: str, op: str, device: str) -> str | None:
     """What the last passing source check of ``op`` did not compare, or None (NOTE D76)."""
-    return _SET_ASIDE.get((path, op, device))
+    gold = _GOLD.get((path, op, device))
+    return gold.set_aside if gold is not None else None
 
 
 def _default_tolerance(dtype_name: str) -> tuple[float, float]:
@@ -390,23 +393,22 @@ def source_check(path: str, op: str, candidate_source: str, device: str) -> str 
     split = split_operator_file(candidate_source)
     code = split[0] if split else candidate_source
     source = operator_source(path, op)
-    key = (path, op, device)
-    _SET_ASIDE.pop(key, None)
-    expected = _gold_result(path, op, device)
+    gold = _gold(path, op, device, 1)
+    gold.set_aside = None
     try:
         got = result_gold_of(code, source.test_code, device, f"tb_candtest_{op}")
     except Exception as exc:
         return f"the operator's test code raised {type(exc).__name__}: {exc}"
-    problem = compare_results(got, expected)
+    problem = compare_results(got, gold.runs[0])
     if problem is None:
         return None
-    merged, varying, total = _gold_agreement(path, op, device)
+    merged, varying, total = _gold_agreement(_gold(path, op, device, GOLD_RUNS))
     if not varying or varying == total:  # all alike (a wrong candidate) or nothing to compare
         return problem
     problem = compare_results(got, merged)
     if problem is None:
-        _SET_ASIDE[key] = (f"result_gold compared where {GOLD_RUNS} runs of the gold test code "
-                           f"agree: {varying} of {total} elements or values set aside")
+        gold.set_aside = (f"result_gold compared where {GOLD_RUNS} runs of the gold test code "
+                          f"agree: {varying} of {total} elements or values set aside")
     return problem
 
 
@@ -415,8 +417,7 @@ def release_caches() -> None:
     worker's next check is another operator's; the modules stay, they are small)."""
     _cpu_inputs.cache_clear()
     _small_cpu_inputs.cache_clear()
-    _GOLD_RUNS.clear()
-    _GOLD_MERGED.clear()
+    _GOLD.clear()
 
 
 def _table_lookup(table: dict[int, int], shape: dict[str, int]) -> int:
