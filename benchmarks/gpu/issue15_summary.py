@@ -34,6 +34,10 @@ def summarise(run: Path) -> dict:
     # evaluations per second of the loop running: from the first evaluated step to the last
     # (neither the k0 start-up nor the end-of-run flush of profiles counts)
     etimes = evaluated["time"].sort_values()
+    # Nsight Compute batches: the session's seconds and those it held the device alone
+    batches_path = run / "profile-batches.jsonl"
+    batches = ([json.loads(line) for line in batches_path.read_text().splitlines() if line]
+               if batches_path.exists() else [])
     espan = (etimes.iloc[-1] - etimes.iloc[0]).total_seconds() if len(etimes) > 1 else 0.0
     return {
         "label": run.name, "wall_s": meta["wall_s"], "attempts": len(steps),
@@ -54,6 +58,9 @@ def summarise(run: Path) -> dict:
         "policy_wait_s_median": float(waits.median()) if len(waits) else None,
         "policy_wait_s_max": float(waits.max()) if len(waits) else None,
         "eval_latency_s_median": float(steps["eval_latency_s"].median()),
+        "profile_batches": len(batches),
+        "profile_session_s": round(sum(b["seconds"] for b in batches), 2),
+        "profile_held_s": round(sum(b["held_s"] for b in batches), 2),
         "memory_plan": manifest.get("memory_plan"), "signatures": manifest.get("signatures"),
     }
 
@@ -72,7 +79,9 @@ def main() -> None:
                                           "evaluations_per_s_steady",
                                           "attempts_per_s_between_first_and_last",
                                           "tasks_lost", "oom_failures", "min_steps_per_task",
-                                          "profiled_ncu", "policy_wait_s_max", "error")}
+                                          "profiled_ncu", "profile_batches",
+                                          "profile_session_s", "profile_held_s",
+                                          "policy_wait_s_max", "error")}
         print(json.dumps(brief))
     out.write_text(json.dumps(rows, indent=2, default=str))
 

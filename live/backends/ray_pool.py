@@ -24,7 +24,6 @@ outcome).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -61,6 +60,8 @@ class EvaluatorActor:
             cache_dir = _usable_dir(profile_cache_dir)
             self.profiler = NcuProfiler(task_spec, cache_dir=cache_dir,
                                         device=self.evaluator.device)
+            if self.gpu_lock is not None:  # the device alone only while ncu measures
+                self.profiler.device_gate = self.gpu_lock.exclusive
 
     def info(self) -> dict[str, Any]:
         """Where the actor runs and what its warm worker reported (waits for the worker)."""
@@ -81,24 +82,18 @@ class EvaluatorActor:
                  baseline_code: str | None) -> EvalResult:
         return self.evaluator.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
 
-    def _device_alone(self) -> Any:
-        return (self.gpu_lock.exclusive() if self.gpu_lock is not None
-                else contextlib.nullcontext())
-
     def profile(self, task_name: str, code: str) -> ProfileResult:
         if self.profiler is None:
             return ProfileResult(kernel_id(code), task_name, profiled=False,
                                  error="profiling off")
-        with self._device_alone():
-            return self.profiler.profile(task_name, code)
+        return self.profiler.profile(task_name, code)  # gated by the GPU lock, if any
 
     def profile_many(self, task_name: str, codes: list[str]) -> list[ProfileResult]:
         """Several kernels in one Nsight Compute session (`NcuProfiler.profile_many`)."""
         if self.profiler is None:
             return [ProfileResult(kernel_id(c), task_name, profiled=False, error="profiling off")
                     for c in codes]
-        with self._device_alone():
-            return self.profiler.profile_many(task_name, codes)
+        return self.profiler.profile_many(task_name, codes)
 
     def close(self) -> None:
         self.evaluator.close()

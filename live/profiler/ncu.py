@@ -6,10 +6,16 @@ over several launches; metrics are averaged weighted by each launch's duration. 
 by (task, kernel_id) as JSON. Where ncu is missing or refuses (no GPU, container without counter
 access, ``ERR_NVGPUCTRPERM``), the profiler says "unavailable" once (a log warning) and returns
 ``profiled=False`` from then on, so the run goes on and policies fall back to unmasked arms.
+
+Sessions start with profiling off: the target program compiles and calls each candidate once
+unprofiled, then profiles the measured calls. With ``device_gate`` set (the live runner's GPU
+lock, exclusive side), the session holds the device alone only while it measures
+(`live.profiler.gate`); without it, the caller holds the device around the whole call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -21,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,7 +38,9 @@ from live.evaluator.sandbox import PROJECT_ROOT, scrubbed_env
 from live.evaluator.task_source import canonical_spec, task_language
 from live.profiler.batch import kernel_regex, rename_kernels, split_launches
 from live.profiler.csv_parse import Launch, duration_weighted, parse_raw_csv
+from live.profiler.gate import DeviceGate
 from live.profiler.metrics import NCU_METRICS, base_name, hw_signature, profile9
+from live.profiler.target import GATE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +127,11 @@ class NcuProfiler:
         #: signature provider, which switches to roofline signatures)
         self.quiet = quiet
         self._running: subprocess.Popen | None = None
+        #: the device to ourselves for the measured part of each session (``device_gate()`` is
+        #: a context manager, e.g. the GPU lock's exclusive side); None: the caller holds it
+        self.device_gate: Callable[[], AbstractContextManager] | None = None
+        #: seconds the device was held through ``device_gate``, over every session so far
+        self.held_s = 0.0
         self._cancelled = False
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None
@@ -311,7 +326,8 @@ class NcuProfiler:
     def _command(self) -> list[str]:
         """ncu and the options every session shares (raw CSV page of our metrics)."""
         return [self.ncu_path, "--csv", "--page", "raw", "--clock-control", "none",
-                "--target-processes", "all", "--metrics", ",".join(self.metrics())]
+                "--target-processes", "all", "--profile-from-start", "off",
+                "--metrics", ",".join(self.metrics())]
 
     def _spawn(self, command: list[str], workdir: Path,
                timeout_s: float) -> tuple[str, str, int | None, str | None]:
@@ -319,18 +335,29 @@ class NcuProfiler:
         why it did not finish) after killing it at `timeout_s`."""
         if self._cancelled:
             return "", "", None, "ncu session cancelled"
-        env = scrubbed_env(dict(os.environ), {"PYTHONPATH": str(PROJECT_ROOT)})
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=workdir, env=env, start_new_session=True)
-        self._running = proc
+        extra = {"PYTHONPATH": str(PROJECT_ROOT)}
+        gate: contextlib.AbstractContextManager = contextlib.nullcontext()
+        if self.device_gate is not None:
+            gate = DeviceGate(workdir / "gate.sock", self.device_gate)
+            extra[GATE_ENV] = gate.path
+        env = scrubbed_env(dict(os.environ), extra)
         try:
-            stdout, stderr = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return "", "", None, f"ncu exceeded {timeout_s:g} s"
+            with gate:
+                proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, cwd=workdir, env=env,
+                                        start_new_session=True)
+                self._running = proc
+                try:
+                    stdout, stderr = proc.communicate(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
+                    return "", "", None, f"ncu exceeded {timeout_s:g} s"
+                finally:
+                    self._running = None
         finally:
-            self._running = None
+            if isinstance(gate, DeviceGate):
+                self.held_s += gate.held_s
         if self._cancelled:
             return stdout, stderr, None, "ncu session cancelled"
         return stdout, stderr, proc.returncode, None

@@ -20,10 +20,13 @@ stalling the loop:
 
 Profiling runs on one background thread in batches: a batch starts when ``batch_size`` kernels
 wait or the oldest has waited ``deadline_s`` (at once when a task waits, ``lag = 0``), but never
-sooner after the last batch than its duration times ``(1 - max_share) / max_share``: profiling
-holds the device alone for at most ``max_share`` of the time (default a quarter). A
-batch is one Nsight Compute session whatever its tasks (``NcuProfiler.profile_items``: the target
-program builds one task's inputs at a time), holding the device alone once.
+sooner after the last batch than the time it held the device alone times
+``(1 - max_share) / max_share``: profiling holds the device alone for at most ``max_share`` of
+the time (default a quarter). A batch is one Nsight Compute session whatever its tasks
+(``NcuProfiler.profile_items``: the target program builds one task's inputs at a time). A
+profiler with a ``device_gate`` (`NcuProfiler`) is given ``device_alone`` and holds the device
+only while it measures, one turn per task of the batch (`live.profiler.gate`): the session's
+start-up and compiling overlap evaluations. Other profilers hold it for the whole session.
 """
 
 from __future__ import annotations
@@ -106,6 +109,10 @@ class SignatureProvider:
         self.peaks = peaks or (lookup_gpu(gpu_name) if gpu_name else None)
         self.profiler = profiler
         self.device_alone = device_alone or nullcontext
+        #: the profiler takes the device itself, only while it measures (NcuProfiler)
+        self._gated = profiler is not None and hasattr(profiler, "device_gate")
+        if self._gated:
+            profiler.device_gate = self.device_alone
         self.on_profiled = on_profiled
         self.on_reveal = on_reveal
         self._shown: set[tuple[str, str]] = set()
@@ -277,9 +284,7 @@ class SignatureProvider:
                 batch = self._queue[:self.timing.batch_size]
                 self._queue = self._queue[self.timing.batch_size:]
                 self._urgent = False
-            started = time.monotonic()
-            self._run_batch(batch)
-            took = time.monotonic() - started
+            took = self._run_batch(batch)
             share = self.timing.max_share
             self._next_batch_at = time.monotonic() + took * (1 - share) / share
 
@@ -294,8 +299,10 @@ class SignatureProvider:
             return True
         return time.monotonic() - self._queue[0][0] >= self.timing.deadline_s
 
-    def _run_batch(self, batch: list[tuple[float, str, str]]) -> None:
+    def _run_batch(self, batch: list[tuple[float, str, str]]) -> float:
+        """Profile `batch`; returns the seconds it held the device alone."""
         started = time.perf_counter()
+        held_before = float(getattr(self.profiler, "held_s", 0.0) or 0.0)
         keys = [(task_name, kid) for _, task_name, kid in batch]
         with self._cond:
             items = [(task_name, self._codes[(task_name, kid)]) for task_name, kid in keys]
@@ -310,16 +317,21 @@ class SignatureProvider:
         for (task_name, kid), result in zip(keys, results, strict=True):
             if result is not None and result.profiled and self.on_profiled is not None:
                 self.on_profiled(task_name, kid, result)
+        seconds = time.perf_counter() - started
+        held = (float(getattr(self.profiler, "held_s", 0.0) or 0.0) - held_before
+                if self._gated else seconds)
         self.batches.append({"kernels": len(batch), "tasks": len({k[0] for k in keys}),
-                             "seconds": time.perf_counter() - started,
+                             "seconds": seconds, "held_s": held,
                              "started": started, "ended": time.perf_counter()})
+        return held
 
     def _profile(self, items: list[tuple[str, str]]) -> list[Any]:
         """One batch: one Nsight Compute session for every task in it where the profiler can
-        (``profile_items``), else one per task; the device held alone throughout."""
+        (``profile_items``), else one per task; the device held alone while it measures (a
+        gated profiler) or throughout."""
         profiler = self.profiler
         try:
-            with self.device_alone():
+            with nullcontext() if self._gated else self.device_alone():
                 if hasattr(profiler, "profile_items"):
                     results = list(profiler.profile_items(items))
                 else:

@@ -6,13 +6,55 @@ of candidates whose kernels were renamed apart, see live.profiler.batch). ``--it
 (repeated) takes candidates of several tasks into one session, one task's inputs at a time. A
 candidate that raises is reported on stderr and skipped. Writes nothing to stdout (ncu's CSV
 goes there).
+
+Nsight Compute runs this with ``--profile-from-start off``: each task's inputs are built and its
+candidates loaded and called once (compiling, autotuning) unprofiled; only the measured calls
+are between ``cudaProfilerStart`` and ``cudaProfilerStop``. Where ``KB_PROFILE_GATE`` names a
+Unix socket (the live runner's), the program asks there for the device before each task's
+measured calls (``r``), starts on ``g``, and says ``d`` when done: the runner holds the GPU
+lock's exclusive side only for that span, not for the session's start-up and compiling.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+#: the environment variable naming the Unix socket of the device gate (`live.profiler.gate`)
+GATE_ENV = "KB_PROFILE_GATE"
+
+
+class _GateClient:
+    """The target's side of the device gate: one connection, one turn per task."""
+
+    def __init__(self, path: str | None) -> None:
+        self.sock: socket.socket | None = None
+        if path:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(path)
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        import torch
+
+        if self.sock is not None:
+            self.sock.sendall(b"r")
+            if self.sock.recv(1) != b"g":
+                raise RuntimeError("the device gate closed before giving the device")
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        try:
+            yield
+        finally:
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            if self.sock is not None:
+                self.sock.sendall(b"d")
 
 
 def representative_shape_index(n_shapes: int) -> int:
@@ -45,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if not items:
         parser.error("give --task and --code, or --item TASK=FILE")
     failed = 0
+    gate = _GateClient(os.environ.get(GATE_ENV))
     by_task: dict[str, list[tuple[int, str]]] = {}
     for number, (task_name, code) in enumerate(items):
         by_task.setdefault(task_name, []).append((number, code))
@@ -57,18 +100,30 @@ def main(argv: list[str] | None = None) -> int:
         inputs = task.make_inputs(dict(shapes[index]), 0, "cuda")
         outputs = tuple(poisoned_like(r) for r in as_tuple(task.reference(*inputs))) \
             if dps else None
-        for number, code in candidates:
+        loaded = []
+        for number, code in candidates:  # load, compile and autotune unprofiled
             code_path = Path(code)
             try:
                 module = load_candidate(code_path.read_text(), f"kb_profiled_{number}",
                                         code_path.parent, task.entry if dps else None)
-                for _ in range(args.calls):
-                    task.call(module, inputs, outputs)
+                task.call(module, inputs, outputs)
                 torch.cuda.synchronize()
+                loaded.append((number, module))
             except Exception as exc:  # noqa: BLE001 - one candidate's fault ends only its turn
                 failed += 1
                 print(f"kb-profile: candidate {number} failed: {type(exc).__name__}: {exc}",
                       file=sys.stderr)
+        if loaded:
+            with gate.turn():  # the device alone from here (the runner's lock), profiled
+                for number, module in loaded:
+                    try:
+                        for _ in range(args.calls):
+                            task.call(module, inputs, outputs)
+                        torch.cuda.synchronize()
+                    except Exception as exc:  # noqa: BLE001
+                        failed += 1
+                        print(f"kb-profile: candidate {number} failed: "
+                              f"{type(exc).__name__}: {exc}", file=sys.stderr)
         del inputs, outputs
         torch.cuda.empty_cache()
     return 1 if failed == len(items) else 0

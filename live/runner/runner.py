@@ -228,9 +228,22 @@ class LiveRunner:
             self.progress.close()
             if self.signatures is not None:
                 self.signatures.close()
+                self._write_profile_batches()
             if self._own_evaluator:
                 self.evaluator.close()
         return RunResult(out=out, run_id=self.run_id, tasks=summaries)
+
+    def _write_profile_batches(self) -> None:
+        """OUT/profile-batches.jsonl: one line per Nsight Compute batch of this run (kernels,
+        tasks, the session's seconds and the seconds it held the device alone)."""
+        assert self.signatures is not None
+        batches = self.signatures.batches
+        if not batches:
+            return
+        with open(Path(self.config.out) / "profile-batches.jsonl", "a") as f:
+            for batch in batches:
+                f.write(json.dumps({"run_id": self.run_id, **{
+                    k: batch[k] for k in ("kernels", "tasks", "seconds", "held_s")}}) + "\n")
 
     def _close_signatures(self) -> None:
         """The end of a run: every representative asked for is profiled and recorded, unless
@@ -363,8 +376,9 @@ class LiveRunner:
                                         profiler="roofline", hw_sig=roofline)
         if kernel is not None and self.config.profile == "all" and self.profiling:
             assert self.profiler is not None
-            with self._device_alone():
-                profile = self.profiler.profile(task.name, code)
+            gated = getattr(self.profiler, "device_gate", None) is not None
+            with contextlib.nullcontext() if gated else self._device_alone():
+                profile = self.profiler.profile(task.name, code)  # gated: alone while measuring
             kernel.profile_tried = True
             if profile.profiled and profile.hw_sig is not None:
                 kernel.hw = list(profile.hw_sig)
