@@ -21,12 +21,13 @@ checks never take the card past its cap (tests/live/test_memory_plan.py simulate
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -336,6 +337,21 @@ class MemoryPool:
     def out(self) -> int:
         with self._cond:
             return self.capacity - self._free
+
+
+@contextlib.contextmanager
+def session_reservation(pool: MemoryPool, plan: MemoryPlan,
+                        task_names: Sequence[str]) -> Iterator[int]:
+    """Hold what a profiling session's program may use on the device (a CUDA context and one
+    task's inputs at a time: the largest need of `task_names`) from `pool` while it runs. Its
+    start-up overlaps the checks in flight (only its measured calls hold the device alone), so
+    it takes its bytes from the same pool as they do."""
+    want = CONTEXT_BYTES + max((plan.need(name) for name in task_names), default=0)
+    got = pool.acquire(want)
+    try:
+        yield got
+    finally:
+        pool.release(got)
 
 
 def ceil_gib(nbytes: int) -> float:

@@ -132,6 +132,9 @@ class NcuProfiler:
         self.device_gate: Callable[[], AbstractContextManager] | None = None
         #: seconds the device was held through ``device_gate``, over every session so far
         self.held_s = 0.0
+        #: ``session_memory(task_names)``: a context manager held for each session's whole
+        #: life (the live runner's memory-pool reservation for the target program); None: none
+        self.session_memory: Callable[[list[str]], AbstractContextManager] | None = None
         self._cancelled = False
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None
@@ -305,7 +308,8 @@ class NcuProfiler:
                 for (task_name, _, _), path in zip(chunk, paths, strict=True):
                     command += ["--item", f"{task_name}={path}"]
             stdout, stderr, _, error = self._spawn(command, workdir,
-                                                   self.timeout_s + 10.0 * len(chunk))
+                                                   self.timeout_s + 10.0 * len(chunk),
+                                                   sorted(tasks))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if error is not None:
@@ -329,10 +333,19 @@ class NcuProfiler:
                 "--target-processes", "all", "--profile-from-start", "off",
                 "--metrics", ",".join(self.metrics())]
 
-    def _spawn(self, command: list[str], workdir: Path,
-               timeout_s: float) -> tuple[str, str, int | None, str | None]:
+    def _spawn(self, command: list[str], workdir: Path, timeout_s: float,
+               task_names: list[str] | None = None) -> tuple[str, str, int | None, str | None]:
         """Run ncu in its own session; (stdout, stderr, exit code, None), or ("", "", None,
         why it did not finish) after killing it at `timeout_s`."""
+        if self._cancelled:
+            return "", "", None, "ncu session cancelled"
+        memory = (self.session_memory(task_names or []) if self.session_memory is not None
+                  else contextlib.nullcontext())
+        with memory:
+            return self._spawn_now(command, workdir, timeout_s)
+
+    def _spawn_now(self, command: list[str], workdir: Path,
+                   timeout_s: float) -> tuple[str, str, int | None, str | None]:
         if self._cancelled:
             return "", "", None, "ncu session cancelled"
         extra = {"PYTHONPATH": str(PROJECT_ROOT)}
@@ -404,7 +417,8 @@ class NcuProfiler:
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
                         self.task_spec, "--task", task_name, "--code", str(code_path),
                         "--calls", str(self.launches + 1)]
-            stdout, stderr, returncode, error = self._spawn(command, workdir, self.timeout_s)
+            stdout, stderr, returncode, error = self._spawn(command, workdir, self.timeout_s,
+                                                            [task_name])
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if error is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ from kbsim.trace.writer import TraceWriter
 from live.evaluator import Evaluator, kernel_id
 from live.evaluator.evaluator import resolve_device
 from live.evaluator.gpu_lock import GpuLock
+from live.evaluator.memory_plan import session_reservation
 from live.profiler import NcuProfiler, ProfileResult
 from live.profiler.provider import SignatureProvider, SignatureTiming
 from live.proposers.base import Proposer
@@ -116,6 +118,11 @@ class LiveRunner:
         if self.profiler is None and config.profile in ("reps", "all"):
             self.profiler = NcuProfiler(config.tasks, cache_dir=out / ".profile-cache",
                                         device=self.evaluator.device, quiet=True)
+        pool = getattr(self.evaluator, "memory_pool", None)
+        plan = getattr(self.evaluator, "memory_plan", None)
+        if hasattr(self.profiler, "session_memory") and pool is not None and plan is not None:
+            # a session's program overlaps the checks in flight: it reserves from their pool
+            self.profiler.session_memory = functools.partial(session_reservation, pool, plan)
         self.signatures: SignatureProvider | None = None  # made once the device is known
         self._writer_lock = threading.Lock()
         self._deadline = (time.monotonic() + config.max_wall_s) if config.max_wall_s else None

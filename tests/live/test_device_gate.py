@@ -142,3 +142,32 @@ def test_the_provider_spaces_batches_by_the_time_they_held_the_device(tmp_path):
     batch = provider.batches[0]
     assert 0.25 <= batch["held_s"] < 1.0 < batch["seconds"]
     assert lock.state == (0, False)
+
+
+def test_a_session_reserves_its_program_s_memory_from_the_checks_pool(tmp_path):
+    """A session's start-up overlaps checks now, so its program (a CUDA context and one task's
+    inputs) holds bytes of the memory plan's pool for the session's whole life."""
+    import functools
+    from types import SimpleNamespace
+
+    from live.evaluator.memory_plan import CONTEXT_BYTES, GIB, MemoryPool, session_reservation
+
+    pool = MemoryPool(4 * GIB)
+    plan = SimpleNamespace(need=lambda name: {"add": 1 * GIB, "softmax": 2 * GIB}[name])
+    profiler, _ = _fake_ncu(tmp_path, startup=0.6, turns=1, wind_down=0.3)
+    profiler.session_memory = functools.partial(session_reservation, pool, plan)
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(pool.out)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    profiler._run_session([("add", ADD.k0, "a"), ("softmax", ADD.k0, "b")], 2)
+    stop.set()
+    watcher.join()
+    assert max(seen) == CONTEXT_BYTES + 2 * GIB  # the larger of the two tasks' needs
+    assert pool.out == 0
