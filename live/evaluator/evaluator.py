@@ -261,6 +261,7 @@ class Evaluator:
             got = worker._death()
             return failure("runtime_error", kid, task_name, got.detail, **base), False
         phase_timeout, phase = self.compile_timeout_s, "compile"
+        waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0}
         while True:
             got = worker.receive(phase_timeout)
             if got.kind == "timeout":
@@ -275,7 +276,7 @@ class Evaluator:
             tag, payload = got.message
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
-                           reserved if reserved is not None else [0])
+                           reserved if reserved is not None else [0], waits)
                 if not worker.send({"op": "go"}):
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
@@ -285,12 +286,15 @@ class Evaluator:
                 phase_timeout, phase = self.timeout_s, "run"
                 continue
             values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
+            if held is not None:
+                values.update(waits)
             values.setdefault("timing_backend", base["timing_backend"])
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
             return result, not payload.get("recycle", False)
 
-    def _take(self, held: list[str], want: str, task_name: str, reserved: list[int]) -> None:
+    def _take(self, held: list[str], want: str, task_name: str, reserved: list[int],
+              waits: dict[str, float] | None = None) -> None:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
         time: the phase timeout starts once it is granted). Checking (shared) first reserves
         the task's bytes from the memory plan's pool, before waiting for the lock so that a
@@ -305,12 +309,19 @@ class Evaluator:
             self.gpu_lock.release_exclusive()
         held[0] = "none"
         self._give_back(reserved)
+        waits = waits if waits is not None else {}
+        started = time.perf_counter()
         if want == "shared":
             if self.memory_pool is not None and self.memory_plan is not None:
                 reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))
+            pooled = time.perf_counter()
+            waits["pool_wait_s"] = waits.get("pool_wait_s", 0.0) + pooled - started
             self.gpu_lock.acquire_shared()
+            waits["shared_wait_s"] = waits.get("shared_wait_s", 0.0) + time.perf_counter() - pooled
         else:
             self.gpu_lock.acquire_exclusive()
+            waits["timing_wait_s"] = (waits.get("timing_wait_s", 0.0)
+                                      + time.perf_counter() - started)
         held[0] = want
 
     def close(self) -> None:

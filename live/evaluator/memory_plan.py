@@ -76,6 +76,9 @@ class TaskMemory:
     test: list[ShapeNeed | None]
     dropped: list[int] = field(default_factory=list)  # perf-shape indices dropped by the plan
     notes: list[str] = field(default_factory=list)
+    #: the most of the usable bytes one check of this task may need (``Task.max_check_share``;
+    #: None: all of them); larger perf shapes are left out of live checks, NOTE (D78)
+    max_share: float | None = None
 
     @property
     def kept_perf(self) -> list[int]:
@@ -137,6 +140,26 @@ def estimate_shape(task: Any, shape: dict[str, int]) -> ShapeNeed:
     return ShapeNeed(inputs=in_bytes, outputs=out_bytes, peak=peak)
 
 
+def _leave_out_beyond_share(memory: TaskMemory, usable: int) -> None:
+    """NOTE (D78): a task with ``max_share`` leaves out of live checks every kept perf shape
+    whose check needs more than that share of the usable bytes (the smallest kept shape stays,
+    whatever it needs), with a note. One check that holds most of the pool makes every other
+    check wait for it; TritonBench-G's largest inputs (up to 49 GiB) did."""
+    if memory.max_share is None:
+        return
+    limit = memory.max_share * usable
+    peaks = {i: need.peak for i in memory.kept_perf if (need := memory.perf[i]) is not None}
+    over = [i for i, peak in peaks.items() if peak > limit]
+    if over and len(over) == len(peaks):
+        over.remove(min(over, key=peaks.__getitem__))
+    for index in sorted(over):
+        memory.dropped.append(index)
+        memory.notes.append(
+            f"perf shape {index} left out of live checks: needs {peaks[index] / GIB:.2f} GiB to "
+            f"check, more than this task's share ({memory.max_share:g}) of {usable / GIB:.2f} "
+            "GiB usable, so that several checks run at once")
+
+
 def estimate_task(task: Any) -> TaskMemory:
     """Every perf and test shape of `task`; a shape whose fake run fails has no estimate. A task
     that runs its own code to make inputs (``call_style`` ``returns``, e.g. TritonBench-G
@@ -152,7 +175,8 @@ def estimate_task(task: Any) -> TaskMemory:
                 for i in range(len(task.perf_shapes))]
         # shapes the gold check dropped are not run at all: nothing to reserve for them
         gone = [i for i, v in getattr(task, "shape_verdicts", {}).items() if v.kind == "dropped"]
-        return TaskMemory(task.name, perf, [None] * len(task.test_shapes), dropped=sorted(gone))
+        return TaskMemory(task.name, perf, [None] * len(task.test_shapes), dropped=sorted(gone),
+                          max_share=getattr(task, "max_check_share", None))
 
     def one(shape: dict[str, int]) -> ShapeNeed | None:
         try:
@@ -162,7 +186,8 @@ def estimate_task(task: Any) -> TaskMemory:
             return None
 
     return TaskMemory(task.name, [one(dict(s)) for s in task.perf_shapes],
-                      [one(dict(s)) for s in task.test_shapes])
+                      [one(dict(s)) for s in task.test_shapes],
+                      max_share=getattr(task, "max_check_share", None))
 
 
 @dataclass
@@ -219,8 +244,8 @@ def plan_memory(tasks: Sequence[Any] | dict[str, TaskMemory], cap_bytes: int, wo
     """The plan for `tasks` (Task objects, or estimates by name) on `cap_bytes` of GPU memory,
     with at most `workers` worker processes (fewer when their contexts would not leave room)."""
     if isinstance(tasks, dict):
-        memory = {name: TaskMemory(m.name, list(m.perf), list(m.test)) for name, m in
-                  tasks.items()}
+        memory = {name: TaskMemory(m.name, list(m.perf), list(m.test), list(m.dropped),
+                                   max_share=m.max_share) for name, m in tasks.items()}
     else:
         memory = {t.name: estimate_task(t) for t in tasks}
     usable = int(cap_bytes * USABLE_FRACTION)
@@ -240,6 +265,8 @@ def plan_memory(tasks: Sequence[Any] | dict[str, TaskMemory], cap_bytes: int, wo
             if need is not None and need.peak > room_alone:
                 m.notes.append(f"test shape {index} needs {need.peak / GIB:.2f} GiB, more than "
                                f"{room_alone / GIB:.2f} GiB: its check may run out of memory")
+    for m in memory.values():
+        _leave_out_beyond_share(m, usable)
     fitting = [p for p in known if p <= room_alone]
     unknown = max(fitting, default=min(room_alone, 2 * GIB))
     biggest = max(m.need(unknown) for m in memory.values()) if memory else unknown

@@ -66,6 +66,11 @@ class EvalResult:
     compile_s: float | None = None
     check_s: float | None = None
     timing_s: float | None = None
+    #: of worker_overhead_s: waiting for the memory plan's pool, for the GPU lock's shared side
+    #: (checking) and for its exclusive side (timing alone)
+    pool_wait_s: float | None = None
+    shared_wait_s: float | None = None
+    timing_wait_s: float | None = None
     device_name: str | None = None
     #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
     worker_recycled: bool = False

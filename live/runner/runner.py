@@ -167,10 +167,11 @@ class LiveRunner:
         OUT/evaluations.jsonl (compiling, checking, timing, and the rest: waiting for the GPU
         lock, process hops), beside the trace, which keeps only the latency."""
         fields = ("kernel_id", "status", "eval_latency_s", "worker_overhead_s", "compile_s",
-                  "check_s", "timing_s", "timing_reps", "ms", "ref_ms", "worker_recycled")
+                  "check_s", "timing_s", "pool_wait_s", "shared_wait_s", "timing_wait_s",
+                  "timing_reps", "ms", "ref_ms", "worker_recycled")
         record = {"run_id": self.run_id, "task_id": task_name,
                   "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
-                  **{name: getattr(result, name) for name in fields},
+                  **{name: getattr(result, name, None) for name in fields},
                   "error": (result.error or "")[:200] or None}
         with self._writer_lock, open(Path(self.config.out) / "evaluations.jsonl", "a") as f:
             f.write(json.dumps(record, default=list) + "\n")

@@ -123,6 +123,9 @@ class Task:
             and the smallest (None: every kept shape; a load-time gold check checks all).
         measured_peak_bytes: per perf-shape index, the device bytes its load-time check peaked
             at (the memory plan's figure for tasks it cannot estimate under fake tensors).
+        max_check_share: the most of the card's usable memory one live check may need; larger
+            perf shapes are left out of live checks with a note (None: every shape that fits).
+            NOTE (D78).
     """
 
     name: str
@@ -153,6 +156,7 @@ class Task:
     max_timed_shapes: int | None = None
     max_checked_shapes: int | None = None
     measured_peak_bytes: dict[int, int] = field(default_factory=dict)
+    max_check_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:

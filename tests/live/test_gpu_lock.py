@@ -166,6 +166,10 @@ def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
         else:
             writer = False
     assert lock.events.count("+x") == 2  # the two correct candidates were timed
+    for r in results:  # waits are part of the overhead, split by what was waited for
+        if r.status == "ok":
+            assert r.pool_wait_s < 1e-3 and r.shared_wait_s >= 0 and r.timing_wait_s >= 0
+            assert r.pool_wait_s + r.shared_wait_s + r.timing_wait_s <= r.worker_overhead_s
     # compiling holds nothing; the correct ones checked under the shared side (a wrong one that
     # fails its first, compiling check never asks for it)
     assert 2 <= lock.events.count("+s") <= 4

@@ -182,3 +182,38 @@ def test_tasks_that_run_their_own_code_get_the_unknown_need(builtin_estimates):
     plan = plan_memory({**builtin_estimates, "tb/op": memory}, 40 * GIB, workers=8)
     assert plan.need("tb/op") == min(plan.unknown_need, plan.pool_bytes)
     assert plan.unknown_need >= max(plan.need(n) for n in builtin_estimates)
+
+
+def test_a_task_s_share_leaves_its_largest_shapes_out_of_live_checks():
+    """NOTE (D78): shapes whose check needs more than the task's share of the usable bytes are
+    left out with a note; the smallest stays even when it is over too; other tasks keep all."""
+    def shapes(*gib: float) -> list[ShapeNeed]:
+        return [ShapeNeed(inputs=int(g * GIB / 2), outputs=0, peak=int(g * GIB)) for g in gib]
+
+    estimates = {
+        "big": TaskMemory("big", shapes(1, 4, 20, 45), [], max_share=1 / 8),
+        "huge": TaskMemory("huge", shapes(30, 40), [], max_share=1 / 8),
+        "plain": TaskMemory("plain", shapes(1, 45), []),
+    }
+    plan = plan_memory(estimates, 140 * GIB, workers=8)
+    limit = plan.usable_bytes / 8
+    assert plan.dropped_shapes("big") == [2, 3] and plan.need("big") <= limit
+    assert plan.dropped_shapes("huge") == [1] and plan.need("huge") == 30 * GIB
+    assert plan.dropped_shapes("plain") == []
+    notes = plan.notes()["big"]
+    assert len(notes) == 2 and all("left out of live checks" in n for n in notes)
+    # the copies the plan made: the estimates given are not changed
+    assert estimates["big"].dropped == []
+
+
+def test_tritonbench_operators_ask_for_a_share_of_the_card():
+    """The plan picks the share up from the task (an operator of the CPU fixture, run here)."""
+    from pathlib import Path
+
+    from live.tasks.tritonbench.operator import CHECK_SHARE, tritonbench_task
+
+    mini = Path(__file__).parent / "fixtures" / "tritonbench_mini"
+    task = tritonbench_task(mini, "add")
+    assert task.max_check_share == CHECK_SHARE and 0 < CHECK_SHARE < 1
+    assert estimate_task(task).max_share == CHECK_SHARE
+    assert resolve_task("builtin", "softmax").max_check_share is None
