@@ -51,8 +51,9 @@ QUICK_AUTOTUNE_MS = 1
 def install_quick_autotune() -> bool:
     """Make ``triton.testing.do_bench`` (the benchmarker Triton's autotuner asks its driver for
     at tuning time, and the one the deprecated ``warmup=``/``rep=`` interface calls) run for
-    ``QUICK_AUTOTUNE_MS`` whatever it is asked; True once installed. For check workers only:
-    nothing in them is timed with it."""
+    ``QUICK_AUTOTUNE_MS`` whatever it is asked; True once installed. For load-time check
+    workers (D71) and live evaluator workers that check beside others (D79): nothing in them
+    is timed with it (timing uses CUDA events, `live.evaluator.timing`)."""
     try:
         import triton.testing
     except ImportError:

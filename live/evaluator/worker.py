@@ -76,6 +76,10 @@ def main() -> None:
             pass
     info = _device_info(device)
     info["triton"] = triton.__version__
+    if os.environ.get("KB_QUICK_AUTOTUNE") == "1":  # NOTE (D79), set by the evaluator
+        from live.evaluator.gold import install_quick_autotune
+
+        info["quick_autotune"] = install_quick_autotune()
     if share_bytes is not None:
         info["gpu_bytes_share"] = share_bytes
     from live.evaluator.run_candidate import CandidateRunner

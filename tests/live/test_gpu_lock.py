@@ -245,3 +245,15 @@ def test_input_cache_keep_false_and_ensure() -> None:
     copy = cache.get(("perf",), lambda: made.append("p") or (torch.ones(100),))
     copy[0].zero_()  # a clone: the kept inputs stay pristine
     assert made == ["t", "p"] and torch.equal(cache.get(("perf",), tuple)[0], torch.ones(100))
+
+
+def test_workers_that_check_beside_others_tune_quickly() -> None:
+    """NOTE (D79): with a GPU lock (checks side by side) the evaluator's workers autotune with
+    short benchmarks and say so in the device info (the manifest's hardware); alone, in full."""
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, gpu_lock=GpuLock()) as ev:
+        assert ev.device_info.get("quick_autotune") is True
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20) as ev:
+        assert "quick_autotune" not in ev.device_info
