@@ -105,19 +105,6 @@ def test_a_session_that_dies_mid_turn_gives_the_device_back(tmp_path):
     assert time.monotonic() - t0 < 0.5
 
 
-def test_sessions_profile_only_after_the_start_up(tmp_path):
-    """ncu starts with profiling off; the target turns it on for the measured calls."""
-    log_path = tmp_path / "args.txt"
-    fake = tmp_path / "ncu"
-    fake.write_text(f"#!{sys.executable}\nimport sys\n"
-                    f"open({str(log_path)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
-    fake.chmod(0o755)
-    profiler = NcuProfiler("builtin", ncu_path=str(fake), timeout_s=30, quiet=True)
-    profiler._metrics = ["gpu__time_duration.sum"]
-    profiler.profile_items([("add", ADD.k0)])
-    assert "--profile-from-start off" in log_path.read_text()
-
-
 def test_the_provider_spaces_batches_by_the_time_they_held_the_device(tmp_path):
     """With a gated profiler the provider takes no lock itself and counts only the turns
     against its share of the device."""

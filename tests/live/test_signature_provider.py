@@ -234,6 +234,8 @@ def test_profile_items_puts_several_tasks_in_one_session(tmp_path):
     results = profiler.profile_items([("add", ADD.k0), ("softmax", softmax.k0)])
     sessions = log_path.read_text().splitlines()
     assert "--item add=" in sessions[0] and "--item softmax=" in sessions[0]
+    # profiling starts off: the target turns it on for the measured calls (the device gate)
+    assert "--profile-from-start off" in sessions[0]
     assert [r.task_id for r in results] == ["add", "softmax"]
     assert not any(r.profiled for r in results)  # the fake printed no CSV
 
