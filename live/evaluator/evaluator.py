@@ -299,7 +299,7 @@ class Evaluator:
             return result, not payload.get("recycle", False)
 
     def _take(self, held: list[str], want: str, task_name: str, reserved: list[int],
-              waits: dict[str, float] | None = None) -> None:
+              waits: dict[str, float]) -> None:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
         time: the phase timeout starts once it is granted). Checking (shared) first reserves
         the task's bytes from the memory plan's pool, before waiting for the lock so that a
@@ -314,19 +314,17 @@ class Evaluator:
             self.gpu_lock.release_exclusive()
         held[0] = "none"
         self._give_back(reserved)
-        waits = waits if waits is not None else {}
-        started = time.perf_counter()
+        started = time.perf_counter()  # waits: pool_wait_s, shared_wait_s, timing_wait_s
         if want == "shared":
             if self.memory_pool is not None and self.memory_plan is not None:
                 reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))
             pooled = time.perf_counter()
-            waits["pool_wait_s"] = waits.get("pool_wait_s", 0.0) + pooled - started
+            waits["pool_wait_s"] += pooled - started
             self.gpu_lock.acquire_shared()
-            waits["shared_wait_s"] = waits.get("shared_wait_s", 0.0) + time.perf_counter() - pooled
+            waits["shared_wait_s"] += time.perf_counter() - pooled
         else:
             self.gpu_lock.acquire_exclusive()
-            waits["timing_wait_s"] = (waits.get("timing_wait_s", 0.0)
-                                      + time.perf_counter() - started)
+            waits["timing_wait_s"] += time.perf_counter() - started
         held[0] = want
 
     def close(self) -> None:
