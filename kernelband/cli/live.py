@@ -45,6 +45,11 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               "a time [GPU: one per task in flight, at most 8; CPU: 1]. With --backend ray: "
               "per GPU actor [ceil(in-flight / actors), at most 8 and the cluster's CPUs per "
               "GPU].")
+@click.option("--timing-patience", "timing_patience_s", type=float, default=None,
+              metavar="SECONDS",
+              help="On a GPU: the longest a candidate's timing lets new checks start before "
+              "the checks in flight drain for it; timings asked for meanwhile share one drain "
+              "(0: time each candidate as soon as checks drain, as before) [15].")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Stop starting attempts after this many seconds (attempts in flight end; "
               "representatives not profiled by then are left to `kernelband traces profile`).")
@@ -86,7 +91,7 @@ def live(**values: Any) -> None:
             settings.update(load_config_file(values["config_file"]))
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
                     "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
-                    "profile_lag", "gpu_memory_gib"):
+                    "profile_lag", "gpu_memory_gib", "timing_patience_s"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:

@@ -76,6 +76,7 @@ class EvaluatorActor:
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
             "pid": os.getpid(),
             "workers": self.evaluator.n_workers,
+            "gpu_lock": self.evaluator.gpu_lock_info,
         }
 
     def evaluate(self, task_name: str, code: str, seed: int,
@@ -418,6 +419,12 @@ class RayEvaluatorPool:
         """The current actor handles, one per GPU slot."""
         with self._lock:
             return [slot.handle for slot in self._slots]
+
+    @property
+    def gpu_lock_info(self) -> dict[str, Any] | None:
+        """The first actor's GPU lock patience (NOTE D81; None: one worker, no lock), for the
+        trace manifest as `Evaluator.gpu_lock_info`."""
+        return self._slots[0].info.get("gpu_lock")
 
     @property
     def device_info(self) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from live.evaluator.affinity import AffinityQueue
-from live.evaluator.gpu_lock import GpuLock
+from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock
+from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
@@ -62,6 +63,12 @@ class Evaluator:
             loading, compiling and checking hold it shared, timing holds it exclusive (the worker
             waits for its turn before timing), so timings are never taken while anything else
             runs on the device. Without it, callers serialize evaluations themselves.
+        timing_patience_s: with `gpu_lock`, the longest a timing request lets new checks start
+            before the lock closes and drains for it (NOTE D81: timings are batched at quiet
+            points instead of one drain each; 0: drain at once, pure writer preference). The
+            evaluator sets this patience on the lock it is given.
+        timing_batch: with `gpu_lock`, pending timings that close the lock at once; None:
+            half the workers, at least 2 (`live.evaluator.gpu_lock.timing_batch`).
         gpu_memory_gib: cap on the GPU memory the evaluator plans for (emulate a smaller card);
             None: the whole card.
         memory_plan: the plan to follow (`live.evaluator.memory_plan`); None on a GPU makes one
@@ -87,6 +94,8 @@ class Evaluator:
         startup_timeout_s: float = 300.0,
         static_check: bool = False,
         gpu_lock: GpuLock | None = None,
+        timing_patience_s: float = TIMING_PATIENCE_S,
+        timing_batch: int | None = None,
         gpu_memory_gib: float | None = None,
         memory_plan: MemoryPlan | None | bool = None,
     ):
@@ -123,6 +132,11 @@ class Evaluator:
             workers = min(workers, self.memory_plan.workers)
             self.memory_pool = MemoryPool(self.memory_plan.pool_bytes)
         self.n_workers = workers
+        if self.gpu_lock is not None:
+            # NOTE (D81): the batch follows the workers actually started (the plan may cut them)
+            self.gpu_lock.set_patience(
+                batch=timing_batch if timing_batch is not None else _timing_batch(workers),
+                patience_s=timing_patience_s)
         self._idle: AffinityQueue[WorkerProcess] = AffinityQueue()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
@@ -165,6 +179,14 @@ class Evaluator:
     def memory_plan_info(self) -> dict[str, Any] | None:
         """The plan as plain data for the trace manifest (None without a plan)."""
         return None if self.memory_plan is None else self.memory_plan.describe()
+
+    @property
+    def gpu_lock_info(self) -> dict[str, Any] | None:
+        """The GPU lock's patience (timing batch and patience) for the trace manifest; None
+        without a lock."""
+        if self.gpu_lock is None:
+            return None
+        return {**self.gpu_lock.describe(), "workers": self.n_workers}
 
     @property
     def device_info(self) -> dict[str, Any]:

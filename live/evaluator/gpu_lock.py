@@ -3,29 +3,135 @@
 Compiling a Triton kernel is CPU work, and correctness checks only need the GPU to compute, not
 to be quiet; timing and Nsight Compute need the device to themselves. So the live runner gives
 its evaluator a readers-writer lock: ``shared`` for loading, compiling and checking, ``exclusive``
-for timing (the worker asks for its turn between checking and timing) and for profiling. Writers
-are preferred: once a timing waits, no new shared holder enters, so timing is never starved.
+for timing (the worker asks for its turn between checking and timing) and for profiling.
+
+NOTE (D81): writers are *patient*. A pure writer preference (no new shared holder once a timing
+waits) made every 0.1 s timing drain every check in flight (seconds to tens of seconds each), and
+with a timing asked for every few seconds the GPU spent most of its time draining (H200,
+TritonBench-G: 0.2 evaluations/s, workers busy ~15 % of the time; docs/benchmarks.md). Here a
+writer's request is first *pending*: shared holders may still enter. The lock *closes* to new
+shared holders when any of these holds:
+
+- no shared holder is inside (a quiet point: the writer is served at once);
+- ``batch`` writers are pending;
+- the oldest pending writer has waited ``patience_s`` seconds (so writers never starve).
+
+Once closed it stays closed until no writer is pending or holding: the writers pending at the
+close, and those that arrive while it is closed, are served one after another, so one drain
+serves a batch of timings; then shared holders enter again. ``patience_s=0`` (or ``batch=1``)
+closes at the first request: the old pure writer preference.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: NOTE (D81) the live evaluator's default patience, from the H200 TritonBench-G run of
+#: docs/benchmarks.md ("Live-run speed, evening"): checks p50 2 s / p90 17 s, a timing 0.1 s, a
+#: timing asked for every few seconds. 15 s is a little under one long (p90) check: a timing
+#: waits at most that long before the lock closes, plus one drain (at worst the longest check
+#: in flight), about 30 s with p90 checks, in the range of the 18-56 s median timing wait
+#: measured under pure writer preference; meanwhile several timings are asked for, so one
+#: drain serves them all instead of one drain per timing every few seconds.
+TIMING_PATIENCE_S = 15.0
+
+
+def timing_batch(workers: int) -> int:
+    """Pending timings that close the lock at once, for `workers` evaluator workers: half of
+    them (at least 2).
+
+    A worker waiting to time holds nothing and does nothing. Once half the pool is parked so,
+    a drain (the other half finishing the checks in flight, then all the timings, 0.1 s each)
+    wastes less worker time than letting the parked half wait on for the patience deadline.
+    At least 2, since 1 would be pure writer preference again (pools of 1-3 workers).
+    """
+    return max(2, workers // 2)
+
+
+@dataclass(frozen=True)
+class GpuLockState:
+    """What the lock is doing, for tests and progress displays.
+
+    Attributes:
+        readers: shared holders inside.
+        writer: the exclusive side is held.
+        writers_waiting: exclusive requests not yet served (pending, or queued at a close).
+        closed: new shared holders wait (a batch of writers is being served).
+        oldest_wait_s: how long the oldest waiting writer has waited (0.0 with none).
+    """
+
+    readers: int
+    writer: bool
+    writers_waiting: int
+    closed: bool
+    oldest_wait_s: float
 
 
 class GpuLock:
-    """A writer-preferring readers-writer lock for one device (threads of one process)."""
+    """A readers-writer lock for one device (threads of one process) with patient writers.
 
-    def __init__(self) -> None:
+    Args:
+        batch: pending writers that close the lock to new readers (>= 1; 1: at once).
+        patience_s: the longest a writer stays pending before the lock closes (>= 0; 0: at
+            once, pure writer preference).
+    """
+
+    def __init__(self, *, batch: int = 1, patience_s: float = 0.0) -> None:
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
-        self._writers_waiting = 0
+        self._closed = False
+        # arrival times (time.monotonic) of the writers waiting, in arrival order
+        self._waiting: list[float] = []
+        self.batch = 1
+        self.patience_s = 0.0
+        self.set_patience(batch=batch, patience_s=patience_s)
+
+    def set_patience(self, *, batch: int, patience_s: float) -> None:
+        """Change when pending writers close the lock (see the module docstring); waiting
+        threads re-check at once."""
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        if not patience_s >= 0:  # also refuses NaN
+            raise ValueError(f"patience_s must be >= 0, got {patience_s}")
+        with self._cond:
+            self.batch = int(batch)
+            self.patience_s = float(patience_s)
+            self._cond.notify_all()
+
+    # -- the rule --------------------------------------------------------------------------
+
+    def _deadline(self) -> float:
+        """When the oldest pending writer's patience runs out (monotonic time)."""
+        return self._waiting[0] + self.patience_s
+
+    def _update_closed(self) -> None:
+        """Close the lock if a writer waits and a quiet point, a full batch or the oldest
+        writer's deadline says so (caller holds the condition)."""
+        if self._closed or not self._waiting:
+            return
+        if (self._readers == 0 or len(self._waiting) >= self.batch
+                or time.monotonic() >= self._deadline()):
+            self._closed = True
+
+    def _reopen_if_done(self) -> None:
+        """Let readers in again once no writer waits or holds (caller holds the condition)."""
+        if self._closed and not self._waiting and not self._writer:
+            self._closed = False
+            self._cond.notify_all()
+
+    # -- shared side ------------------------------------------------------------------------
 
     def acquire_shared(self) -> None:
         with self._cond:
-            while self._writer or self._writers_waiting:
+            while True:
+                self._update_closed()
+                if not self._writer and not self._closed:
+                    break
                 self._cond.wait()
             self._readers += 1
 
@@ -35,24 +141,41 @@ class GpuLock:
                 raise RuntimeError("release_shared without acquire_shared")
             self._readers -= 1
             if self._readers == 0:
-                self._cond.notify_all()
+                self._cond.notify_all()  # a quiet point: pending writers go now
+
+    # -- exclusive side ---------------------------------------------------------------------
 
     def acquire_exclusive(self) -> None:
         with self._cond:
-            self._writers_waiting += 1
+            arrived = time.monotonic()
+            self._waiting.append(arrived)
+            granted = False
             try:
-                while self._writer or self._readers:
-                    self._cond.wait()
+                while True:
+                    self._update_closed()
+                    if self._closed and not self._writer and self._readers == 0:
+                        break
+                    # pending: wake at the oldest writer's deadline even if no reader leaves
+                    timeout = (None if self._closed
+                               else max(0.0, self._deadline() - time.monotonic()))
+                    self._cond.wait(timeout)
+                granted = True
             finally:
-                self._writers_waiting -= 1
-            self._writer = True
+                self._waiting.remove(arrived)
+                if granted:
+                    self._writer = True
+                else:  # interrupted while waiting: do not leave readers shut out
+                    self._reopen_if_done()
 
     def release_exclusive(self) -> None:
         with self._cond:
             if not self._writer:
                 raise RuntimeError("release_exclusive without acquire_exclusive")
             self._writer = False
-            self._cond.notify_all()
+            self._reopen_if_done()
+            self._cond.notify_all()  # the next writer of the batch, or the readers
+
+    # -- context managers and views ---------------------------------------------------------
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
@@ -75,3 +198,16 @@ class GpuLock:
         """(shared holders, exclusive held): for tests and progress displays."""
         with self._cond:
             return self._readers, self._writer
+
+    def snapshot(self) -> GpuLockState:
+        """The lock's whole state at one instant (`GpuLockState`), as the waiting threads left
+        it: a pure view (the oldest writer itself closes the lock at its deadline)."""
+        with self._cond:
+            oldest = time.monotonic() - self._waiting[0] if self._waiting else 0.0
+            return GpuLockState(self._readers, self._writer, len(self._waiting), self._closed,
+                                oldest)
+
+    def describe(self) -> dict[str, float | int]:
+        """The patience settings as plain data (for a run's manifest)."""
+        with self._cond:
+            return {"timing_batch": self.batch, "timing_patience_s": self.patience_s}

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from live.evaluator.gpu_lock import TIMING_PATIENCE_S
+
 PROFILE_MODES = ("reps", "all", "roofline", "off")
 
 
@@ -47,6 +49,9 @@ class RunConfig:
             one at a time), one on the CPU.
         max_wall_s: wall-clock budget for the whole run.
         eval_timeout_s: per-candidate limit for checking and timing (compile has its own).
+        timing_patience_s: on a GPU, the longest a candidate's timing request lets new checks
+            start before the GPU lock stops them and drains (timings are batched at quiet
+            points, NOTE D81); 0 times each candidate as soon as the checks in flight drain.
     """
 
     out: str
@@ -63,6 +68,7 @@ class RunConfig:
     eval_timeout_s: float = 120.0
     profile_lag: int = 1
     gpu_memory_gib: float | None = None
+    timing_patience_s: float = TIMING_PATIENCE_S
 
     def __post_init__(self) -> None:
         if self.steps < 0:
@@ -73,6 +79,8 @@ class RunConfig:
             raise ValueError(f"profile_lag must be >= 0, got {self.profile_lag}")
         if self.gpu_memory_gib is not None and self.gpu_memory_gib <= 0:
             raise ValueError(f"gpu_memory_gib must be positive, got {self.gpu_memory_gib}")
+        if not self.timing_patience_s >= 0:  # NaN too
+            raise ValueError(f"timing_patience_s must be >= 0, got {self.timing_patience_s}")
         if self.eval_workers < 0:
             raise ValueError(f"eval_workers must be >= 0, got {self.eval_workers}")
         if self.profile not in PROFILE_MODES:

@@ -106,7 +106,7 @@ class LiveRunner:
         self.evaluator = evaluator or Evaluator(
             config.tasks, device=config.device, workers=self._eval_workers(config),
             timeout_s=config.eval_timeout_s, static_check=True, gpu_lock=self.gpu_lock,
-            gpu_memory_gib=config.gpu_memory_gib,
+            timing_patience_s=config.timing_patience_s, gpu_memory_gib=config.gpu_memory_gib,
         )
         # an evaluator from outside without our lock: serialize whole evaluations ourselves
         self._serial_lock: contextlib.AbstractContextManager = (
@@ -207,6 +207,8 @@ class LiveRunner:
             "config": self.config.public_dict(),
             "signatures": self.signatures.describe(),
             "memory_plan": getattr(self.evaluator, "memory_plan_info", None),
+            # NOTE (D81): when timings closed the GPU lock to new checks (None: no lock)
+            "gpu_lock": getattr(self.evaluator, "gpu_lock_info", None),
         }
 
     # -- the run ---------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.task_source import resolve_task
 from live.profiler import NcuProfiler
@@ -72,9 +74,12 @@ def test_a_profiling_session_holds_the_device_only_while_it_measures(tmp_path):
     assert not result.profiled  # the fake printed no CSV
 
 
-def test_a_turn_waits_for_the_checks_in_flight(tmp_path):
-    """The gate asks for the exclusive side like a timing: it waits for shared holders."""
-    lock = GpuLock()
+@pytest.mark.parametrize("settings", [{}, {"batch": 2, "patience_s": 0.3}],
+                         ids=["writer-preference", "patient"])
+def test_a_turn_waits_for_the_checks_in_flight(tmp_path, settings):
+    """The gate asks for the exclusive side like a timing: it waits for shared holders (with
+    a patient lock, NOTE D81, its turn is one of the writers a close serves)."""
+    lock = GpuLock(**settings)
     profiler, log = _fake_ncu(tmp_path, startup=0.1, turns=1, wind_down=0.0)
     profiler.device_gate = lock.exclusive
     lock.acquire_shared()

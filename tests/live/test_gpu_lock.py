@@ -1,13 +1,15 @@
-"""The GPU lock: shared holders overlap, an exclusive holder is alone, writers are not starved."""
+"""The GPU lock: shared holders overlap, an exclusive holder is alone, writers are not starved,
+and (NOTE D81) patient writers close the lock at a quiet point, a full batch or a deadline."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
-from live.evaluator.gpu_lock import GpuLock
+from live.evaluator.gpu_lock import GpuLock, GpuLockState, timing_batch
 
 
 def test_shared_holders_overlap_and_exclusive_waits_for_them() -> None:
@@ -34,8 +36,12 @@ def test_shared_holders_overlap_and_exclusive_waits_for_them() -> None:
     assert lock.state == (0, False)
 
 
-def test_waiting_writer_blocks_new_readers() -> None:
-    lock = GpuLock()
+@pytest.mark.parametrize("settings", [{}, {"batch": 4, "patience_s": 0.0},
+                                      {"batch": 1, "patience_s": 60.0}],
+                         ids=["default", "patience-0", "batch-1"])
+def test_waiting_writer_blocks_new_readers(settings: dict) -> None:
+    """Pure writer preference: the default, and what patience 0 or a batch of 1 give."""
+    lock = GpuLock(**settings)
     lock.acquire_shared()
     order: list[str] = []
 
@@ -60,8 +66,10 @@ def test_waiting_writer_blocks_new_readers() -> None:
     assert order == ["writer", "reader"]
 
 
-def test_exclusive_is_alone_under_contention() -> None:
-    lock = GpuLock()
+@pytest.mark.parametrize("settings", [{}, {"batch": 2, "patience_s": 0.005}],
+                         ids=["writer-preference", "patient"])
+def test_exclusive_is_alone_under_contention(settings: dict) -> None:
+    lock = GpuLock(**settings)
     inside = {"shared": 0, "exclusive": 0}
     violations: list[str] = []
     guard = threading.Lock()
@@ -89,6 +97,7 @@ def test_exclusive_is_alone_under_contention() -> None:
         t.start()
     for t in threads:
         t.join(30)
+    assert not any(t.is_alive() for t in threads)  # nobody starved
     assert violations == []
     assert lock.state == (0, False)
 
@@ -99,6 +108,197 @@ def test_unbalanced_release_is_an_error() -> None:
         lock.release_shared()
     with pytest.raises(RuntimeError):
         lock.release_exclusive()
+
+
+# -- patient writers (NOTE D81) ---------------------------------------------------------------
+
+def _until(predicate: Callable[[], bool], timeout_s: float = 2.0) -> bool:
+    """Poll `predicate` until it holds (True) or `timeout_s` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+class Holder:
+    """A thread that takes one side of `lock`, notes its name in `log` once inside, and holds
+    it until `leave` is set (at once when `stay=False`)."""
+
+    def __init__(self, lock: GpuLock, side: str, name: str, log: list[str], *,
+                 stay: bool = True) -> None:
+        self.entered = threading.Event()
+        self.leave = threading.Event()
+        if not stay:
+            self.leave.set()
+        self._lock, self._side, self._name, self._log = lock, side, name, log
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with self._lock.exclusive() if self._side == "x" else self._lock.shared():
+            self._log.append(self._name)
+            self.entered.set()
+            self.leave.wait(5)
+
+    def done(self) -> bool:
+        self.leave.set()
+        self.thread.join(2)
+        return not self.thread.is_alive()
+
+
+IDLE = GpuLockState(readers=0, writer=False, writers_waiting=0, closed=False, oldest_wait_s=0.0)
+
+
+def test_readers_keep_entering_while_a_writer_is_pending() -> None:
+    lock = GpuLock(batch=3, patience_s=60.0)
+    log: list[str] = []
+    a = Holder(lock, "s", "a", log)
+    assert a.entered.wait(1)
+    w = Holder(lock, "x", "w", log, stay=False)
+    assert _until(lambda: lock.snapshot().writers_waiting == 1)
+    b = Holder(lock, "s", "b", log)
+    assert b.entered.wait(1)  # the pending writer lets a new check in
+    snap = lock.snapshot()
+    assert (snap.readers, snap.writer, snap.closed) == (2, False, False)
+    assert not w.entered.is_set()
+    assert a.done() and b.done()
+    assert w.entered.wait(1)  # the quiet point serves it, long before its 60 s
+    assert w.done()
+    assert log == ["a", "b", "w"]
+    assert lock.snapshot() == IDLE
+
+
+def test_the_lock_closes_when_a_batch_of_writers_is_pending() -> None:
+    lock = GpuLock(batch=2, patience_s=60.0)
+    log: list[str] = []
+    a = Holder(lock, "s", "a", log)
+    assert a.entered.wait(1)
+    w1 = Holder(lock, "x", "w1", log, stay=False)
+    assert _until(lambda: lock.snapshot().writers_waiting == 1)
+    assert not lock.snapshot().closed
+    w2 = Holder(lock, "x", "w2", log, stay=False)
+    assert _until(lambda: lock.snapshot().closed)
+    assert lock.snapshot().writers_waiting == 2
+    c = Holder(lock, "s", "c", log, stay=False)
+    assert not c.entered.wait(0.05)  # closed: the new check waits
+    assert not w1.entered.is_set() and not w2.entered.is_set()  # a is still draining
+    assert a.done()
+    assert c.entered.wait(1) and w1.done() and w2.done() and c.done()
+    assert log[0] == "a" and sorted(log[1:3]) == ["w1", "w2"] and log[3] == "c"
+    assert lock.snapshot() == IDLE
+
+
+def test_the_lock_closes_at_the_patience_deadline_while_readers_hold() -> None:
+    """The oldest writer wakes at its deadline by itself (no reader leaves meanwhile)."""
+    lock = GpuLock(batch=10, patience_s=0.25)
+    log: list[str] = []
+    a = Holder(lock, "s", "a", log)
+    assert a.entered.wait(1)
+    asked = time.monotonic()
+    w = Holder(lock, "x", "w", log, stay=False)
+    b = Holder(lock, "s", "b", log)
+    assert b.entered.wait(1)  # still pending: a check may start
+    assert _until(lambda: lock.snapshot().closed)
+    snap = lock.snapshot()
+    assert time.monotonic() - asked >= 0.25 and snap.oldest_wait_s >= 0.25
+    assert (snap.readers, snap.writer, snap.writers_waiting) == (2, False, 1)
+    c = Holder(lock, "s", "c", log, stay=False)
+    assert not c.entered.wait(0.05)
+    assert a.done() and not w.entered.wait(0.05)  # drains the checks in flight: b is inside
+    assert b.done() and w.done() and c.done()
+    assert log == ["a", "b", "w", "c"]
+    assert lock.snapshot() == IDLE
+
+
+def test_a_quiet_point_serves_a_writer_at_once() -> None:
+    lock = GpuLock(batch=10, patience_s=60.0)
+    started = time.monotonic()
+    with lock.exclusive():
+        assert lock.snapshot() == GpuLockState(0, True, 0, True, 0.0)
+    assert time.monotonic() - started < 0.5
+    assert lock.snapshot() == IDLE
+    with lock.shared():  # readers enter again after the writer
+        assert lock.state == (1, False)
+
+
+def test_every_writer_queued_at_a_close_is_served_before_any_new_reader() -> None:
+    lock = GpuLock(batch=2, patience_s=60.0)
+    log: list[str] = []
+    a = Holder(lock, "s", "a", log)
+    assert a.entered.wait(1)
+    writers = [Holder(lock, "x", "w1", log, stay=False), Holder(lock, "x", "w2", log,
+                                                                 stay=False)]
+    assert _until(lambda: lock.snapshot().closed)
+    r = Holder(lock, "s", "r", log, stay=False)
+    assert not r.entered.wait(0.05)
+    writers.append(Holder(lock, "x", "w3", log, stay=False))  # arrives while closed
+    assert _until(lambda: lock.snapshot().writers_waiting == 3)
+    assert a.done()
+    assert all(w.done() for w in writers) and r.done()
+    assert log[0] == "a" and sorted(log[1:4]) == ["w1", "w2", "w3"] and log[4] == "r"
+    assert lock.snapshot() == IDLE
+
+
+def test_a_writer_interrupted_while_waiting_does_not_shut_readers_out() -> None:
+    lock = GpuLock()
+    lock.acquire_shared()
+
+    def interrupted(timeout: float | None = None) -> bool:
+        raise KeyboardInterrupt
+
+    lock._cond.wait = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        lock.acquire_exclusive()
+    del lock._cond.wait
+    assert lock.snapshot() == GpuLockState(1, False, 0, False, 0.0)
+    lock.acquire_shared()  # not closed: a new reader enters
+    lock.release_shared()
+    lock.release_shared()
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"batch": 0, "patience_s": 1.0}, "batch must be >= 1"),
+    ({"batch": 2, "patience_s": -1.0}, "patience_s must be >= 0"),
+    ({"batch": 2, "patience_s": float("nan")}, "patience_s must be >= 0"),
+])
+def test_bad_patience_settings_are_refused(settings: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        GpuLock(**settings)
+
+
+def test_the_timing_batch_is_half_the_workers_and_at_least_two() -> None:
+    assert [timing_batch(w) for w in (1, 2, 3, 4, 5, 12, 24)] == [2, 2, 2, 2, 2, 6, 12]
+
+
+def test_the_evaluator_sets_its_lock_s_patience() -> None:
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    lock = GpuLock()
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, gpu_lock=lock,
+                   memory_plan=False) as ev:  # defaults: half the workers (at least 2), 15 s
+        assert lock.describe() == {"timing_batch": 2, "timing_patience_s": 15.0}
+        assert ev.gpu_lock_info == {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 1}
+
+
+def test_a_live_run_records_its_timing_patience_in_the_manifest(tmp_path) -> None:
+    from live.proposers import make_proposer
+    from live.runner import RunConfig
+    from live.runner.runner import LiveRunner
+
+    with pytest.raises(ValueError, match="timing_patience_s must be >= 0"):
+        RunConfig(out=str(tmp_path / "bad"), timing_patience_s=-1.0)
+    config = RunConfig(out=str(tmp_path / "t"), tasks="add", steps=1, device="cpu",
+                       profile="off", timing_patience_s=4.0, eval_workers=1)
+    runner = LiveRunner(config, make_proposer("mutate"), show_progress=False, device_lock=True)
+    try:
+        manifest = runner._manifest()
+    finally:
+        runner.evaluator.close()
+    assert manifest["config"]["timing_patience_s"] == 4.0
+    assert manifest["gpu_lock"] == {"timing_batch": 2, "timing_patience_s": 4.0, "workers": 1}
 
 
 class RecordingLock(GpuLock):

@@ -195,6 +195,9 @@ def test_an_actor_with_two_workers_runs_two_calls_at_once_and_gives_the_local_de
         tmp_path, pool_2w, local_trace):
     assert pool_2w.device_info["workers_per_actor"] == 2
     assert pool_2w._slots[0].info["workers"] == 2
+    # the actor's GPU lock batches timings like the local runner's (NOTE D81)
+    patience = {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 2}
+    assert pool_2w.gpu_lock_info == patience
     # two calls at once are both served (by the one actor's two workers)
     from live.tasks.registry import resolve_task
 
@@ -210,6 +213,7 @@ def test_an_actor_with_two_workers_runs_two_calls_at_once_and_gives_the_local_de
     _ray_run(tmp_path / "t", pool_2w)
     assert validate_trace(tmp_path / "t") == []
     assert decisions(tmp_path / "t").equals(decisions(local_trace))
+    assert load_trace(tmp_path / "t").manifests[0]["gpu_lock"] == patience
     # profiling (unavailable on CPU) answers one value per kernel, through the batch path
     batch = pool_2w.profile_many("softmax", list(codes.values()))
     assert [r.profiled for r in batch] == [False, False]
