@@ -23,7 +23,7 @@ from live.tasks.tritonbench import (
 
 MINI = Path(__file__).parent / "fixtures" / "tritonbench_mini"
 #: the fixture's operators that pass gold vs gold, and those skipped (one per failure class)
-PASSING = ["add", "big_fault", "big_oom", "empty_index", "kv_copy", "nested_scale",
+PASSING = ["add", "big_fault", "big_oom", "empty_index", "host_hog", "kv_copy", "nested_scale",
            "noisy_scale", "racy_case", "racy_scatter", "row_sum", "unseeded_mul"]
 SKIPPED = ["crash_op", "racy_sum"]
 
@@ -198,6 +198,12 @@ def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator
     oom = tasks["big_oom"]
     assert oom.shapes_with("dropped") == [1, 2]
     assert "runs out of memory in the gold check" in oom.shape_verdicts[1].reason
+    # killed by the system beside the other checks (SIGKILL not sent by kernelband), then
+    # checked again alone, where it passes (D80)
+    from live.tasks.checked_load import CHECK_ENV
+
+    assert CHECK_ENV["KB_GPU_WORKERS"] == "2" and CHECK_ENV["TRITON_CACHE_AUTOTUNING"] == "1"
+    assert tasks["host_hog"].shape_verdicts == {}
     # an index table the script made with torch.empty: zeros while it is built (D72)
     assert tasks["empty_index"].shape_verdicts == {}
     # a cached load rebuilds the same verdicts without running anything

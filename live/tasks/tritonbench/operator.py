@@ -153,6 +153,51 @@ def filled_uninitialised_memory() -> Iterator[None]:
         torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
+#: NOTE (D80): device memory zeroed before each run of an operator's test code, as bytes for
+#: blocks of more than 1 MiB and as 1 MiB blocks (PyTorch's allocator serves requests up to
+#: 1 MiB from a separate pool of 2 MiB segments); within the memory plan's 256 MiB of
+#: allocator slack per worker, and more than any TritonBench-G test code allocates at once
+SCRUB_LARGE_BYTES = 128 * 2**20
+SCRUB_SMALL_BLOCKS = 32
+
+
+def scrub_device_memory() -> None:
+    """Hand the allocator's cached blocks back and refill its cache with zeroed memory, so that
+    the next run reads zeros where it reads memory it never wrote, as a fresh process does.
+
+    NOTE (D80): some operators' test code reads past the end of its own tensors
+    (`apply_penalty`'s `p_cumsum_seq_len` holds 2 offsets for a batch of 2 and the kernel
+    reads a third; `token_attn_mistral`'s third case reads 128 columns of a 64-column table).
+    Run as a plain script, once in a fresh process, the bytes past the end are zeros from a
+    fresh page and the kernel reads an empty range; in a check worker, after other runs and
+    other operators, they hold leftovers (NaN or the integer maximum that D69 fills in) and
+    the same kernel faults (illegal memory access, an illegal instruction). The zeroed blocks
+    are freed at once; the allocator serves the run's allocations from them.
+
+    Giving cached blocks back is not enough: a segment that still holds a live tensor (an
+    earlier run's results, a kept input) stays, with its free blocks as they were, and the
+    allocator serves small requests from the smallest free block that fits, so from those
+    first. Each such block is taken by a request of its exact size and zeroed too (H200: the
+    zeroing of fresh blocks alone made `apply_penalty` pass once in a process and
+    `token_attn_mistral` still fault on a second run).
+    """
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    device = torch.cuda.current_device()
+    # ascending: a request takes the smallest free block that fits, so each size's own blocks
+    sizes = sorted(block["size"] for segment in torch.cuda.memory_snapshot()
+                   if segment["device"] == device
+                   for block in segment["blocks"] if block["state"] == "inactive"
+                   and (segment["segment_type"] == "small" or block["size"] > 2**20))
+    held = [torch.zeros(size, dtype=torch.uint8, device="cuda") for size in sizes]
+    held += [torch.zeros(2**20, dtype=torch.uint8, device="cuda")
+             for _ in range(SCRUB_SMALL_BLOCKS)]
+    held.append(torch.zeros(SCRUB_LARGE_BYTES, dtype=torch.uint8, device="cuda"))
+    del held  # the blocks stay cached, zeroed (the stream orders the fills first)
+
+
 @contextlib.contextmanager
 def checked_state(seed: int = 0) -> Iterator[None]:
     """What every checked run of an operator's code starts from (gold and candidate alike): one
@@ -316,6 +361,7 @@ def flatten_outputs(value: Any) -> tuple:
 def result_gold_of(code: str, test_code: str, device: str, stem: str) -> Any:
     """Run ``code`` followed by the (retargeted) test code under the seeded RNG state; return
     its ``result_gold``."""
+    scrub_device_memory()
     with checked_state(TEST_CODE_SEED):
         module = import_source(code + "\n\n" + retarget(test_code, device) + "\n", stem)
     if not hasattr(module, "result_gold"):
