@@ -159,6 +159,29 @@ def filled_uninitialised_memory() -> Iterator[None]:
 #: allocator slack per worker, and more than any TritonBench-G test code allocates at once
 SCRUB_LARGE_BYTES = 128 * 2**20
 SCRUB_SMALL_BLOCKS = 32
+#: rounds of taking the free blocks left in kept segments (a small segment's free block over
+#: 1 MiB takes two requests of at most 1 MiB: a larger request would go to the large pool)
+SCRUB_ROUNDS = 3
+
+
+def _dirty_block_requests() -> list[int]:
+    """Request sizes that take the free blocks of this device's cached segments, smallest
+    first (a request gets the smallest free block that fits): up to 1 MiB per request in a
+    small segment, the whole block in a large one (where blocks of 1 MiB or less are never
+    handed out)."""
+    device = torch.cuda.current_device()
+    sizes = []
+    for segment in torch.cuda.memory_snapshot():
+        if segment["device"] != device:
+            continue
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                continue
+            if segment["segment_type"] == "small":
+                sizes.append(min(block["size"], 2**20))
+            elif block["size"] > 2**20:
+                sizes.append(block["size"])
+    return sorted(sizes)
 
 
 def scrub_device_memory() -> None:
@@ -185,13 +208,8 @@ def scrub_device_memory() -> None:
         return
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    device = torch.cuda.current_device()
-    # ascending: a request takes the smallest free block that fits, so each size's own blocks
-    sizes = sorted(block["size"] for segment in torch.cuda.memory_snapshot()
-                   if segment["device"] == device
-                   for block in segment["blocks"] if block["state"] == "inactive"
-                   and (segment["segment_type"] == "small" or block["size"] > 2**20))
-    held = [torch.zeros(size, dtype=torch.uint8, device="cuda") for size in sizes]
+    held = [torch.zeros(size, dtype=torch.uint8, device="cuda")
+            for _ in range(SCRUB_ROUNDS) for size in _dirty_block_requests()]
     held += [torch.zeros(2**20, dtype=torch.uint8, device="cuda")
              for _ in range(SCRUB_SMALL_BLOCKS)]
     held.append(torch.zeros(SCRUB_LARGE_BYTES, dtype=torch.uint8, device="cuda"))
