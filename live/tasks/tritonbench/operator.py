@@ -200,7 +200,7 @@ def scrub_device_memory() -> None:
     Giving cached blocks back is not enough: a segment that still holds a live tensor (an
     earlier run's results, a kept input) stays, with its free blocks as they were, and the
     allocator serves small requests from the smallest free block that fits, so from those
-    first. Each such block is taken by a request of its exact size and zeroed too (H200: the
+    first. Those blocks are taken too (`_dirty_block_requests`) and zeroed (H200: the
     zeroing of fresh blocks alone made `apply_penalty` pass once in a process and
     `token_attn_mistral` still fault on a second run).
     """
