@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,8 @@ MAX_ROUNDS = 4
 def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str,
                          describe: str | None = None,
                          verdicts: dict[str, dict[str, str]] | None = None,
-                         drop_out_of_memory: bool = False) -> dict[str, Any]:
+                         drop_out_of_memory: bool = False,
+                         shape_budget_s: float | None = None) -> dict[str, Any]:
     """Worker side: build the task, then judge its k0 as the evaluator judges any candidate.
 
     Returns ``status`` (``ok``, ``build_error``, ``nondeterministic``, ``retry`` or the
@@ -100,7 +102,13 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     for the parent to run again in a fresh worker. A k0 judged ``incorrect`` outside the perf
     shapes (the operator's own test code) is checked a second time, as before: the operator
     is ``nondeterministic``.
+
+    NOTE (D82): with `shape_budget_s`, the perf shapes are checked (in order) for at most that
+    many seconds from the start of this check, all rounds together; the shapes not reached in
+    time are ``dropped`` (not checked, so not timed either), the operator's own test code still
+    runs, and the operator passes on the shapes checked.
     """
+    started = time.perf_counter()
     if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
         install_quick_autotune()
     # nothing is timed in a check worker and its next check is another task's: inputs are
@@ -122,7 +130,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     known = {int(k): dict(v) for k, v in (verdicts or {}).items()}
     try:
         return _judge(runner, workdir, task, task_spec, task_name, meta, known,
-                      drop_out_of_memory)
+                      drop_out_of_memory,
+                      None if shape_budget_s is None else (started, float(shape_budget_s)))
     finally:  # this worker's next check is another task's: its inputs are of no more use
         with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
             runner.release_inputs()
@@ -146,11 +155,14 @@ def _drop(task: Any, verdicts: dict[int, dict[str, str]], index: int, why: str) 
 
 
 def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str, meta: Any,
-           verdicts: dict[int, dict[str, str]], drop_out_of_memory: bool) -> dict[str, Any]:
+           verdicts: dict[int, dict[str, str]], drop_out_of_memory: bool,
+           budget: tuple[float, float] | None = None) -> dict[str, Any]:
     peaks: dict[int, int] = {}
 
     def request() -> dict[str, Any]:
-        return {"op": "evaluate", "task_spec": task_spec, "task_name": task_name,
+        limit = {} if budget is None else {
+            "shape_budget_s": max(0.0, budget[0] + budget[1] - time.perf_counter())}
+        return {**limit, "op": "evaluate", "task_spec": task_spec, "task_name": task_name,
                 "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True,
                 "keep_going": True, "measure_peaks": True,
                 "drop_shapes": sorted(i for i, v in verdicts.items() if v["kind"] == "dropped"),
@@ -177,6 +189,10 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
                 f"{first} {verdicts[first]['kind']}: {verdicts[first]['reason']}")})
         response = runner.evaluate(request(), workdir, on_compiled=lambda: None)
         peaks.update({int(k): int(v) for k, v in (response.get("shape_peaks") or {}).items()})
+        for index in response.get("not_reached") or ():
+            verdicts[int(index)] = {"kind": "dropped", "reason": (
+                f"not checked: the gold check's {budget[1] if budget else 0:g} s for "
+                f"performance inputs ran out before it on this machine")}
         if response["status"] == "ok":
             return result(response)
         failed = response.get("failed_shape")

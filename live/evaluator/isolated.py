@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import queue
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,13 @@ class Call:
     function: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
+    #: a *tail* call waits until no other call is queued, runs one at a time, and runs in a
+    #: worker of its own started with `memory_limit_mb` and `env` over the pool's (a check
+    #: retried with more room); its result's ``beside`` says how many other calls ran at once
+    #: at most while it ran (0: it had the machine to itself)
+    tail: bool = False
+    memory_limit_mb: int | None = None
+    env: dict[str, str] | None = None
 
 
 def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str, Any]:
@@ -80,46 +87,88 @@ def run_calls(
     and replaced; its call's result says what happened (``crashed`` / ``timeout``).
     ``follow_up(call, result)`` may return another call to run in the same pool (a failed
     check's plain-script run), so it overlaps the calls still pending instead of waiting for
-    all of them; its result is reported like the others.
+    all of them; its result is reported like the others. A ``tail`` call (queued or a
+    follow-up) starts once nothing else is queued, beside the calls still running at most.
     """
     if not calls:
         return {}
     n_workers = workers or default_workers(device, len(calls))
     if memory_limit_mb is None:
         memory_limit_mb = 16384 if device == "cpu" else 32768
-    pending: queue.Queue[Call] = queue.Queue()
-    for call in calls:
-        pending.put(call)
+    pending: deque[Call] = deque()
+    tails: deque[Call] = deque()
     results: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
+    # calls running other than the tail call, and the most of them seen beside the running
+    # tail call (None: no tail call running)
+    state: dict[str, Any] = {"in_flight": 0, "tail_beside": None}
 
-    def spawn() -> WorkerProcess:
-        return WorkerProcess(device=device, memory_limit_mb=memory_limit_mb,
-                             env_extra={"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})})
+    def queue_call(call: Call) -> None:
+        (tails if call.tail else pending).append(call)
+
+    for call in calls:
+        queue_call(call)
+
+    def spawn(call: Call | None = None) -> WorkerProcess:
+        env = {"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})}
+        limit = memory_limit_mb
+        if call is not None and call.tail:
+            env.update(call.env or {})
+            limit = call.memory_limit_mb or memory_limit_mb
+        return WorkerProcess(device=device, memory_limit_mb=limit, env_extra=env)
+
+    def take() -> Call | None:
+        """The next queued call, else a tail call if none is running; None: nothing for
+        this thread (a running tail call's thread comes back for the rest)."""
+        with lock:
+            if pending:
+                call = pending.popleft()
+                state["in_flight"] += 1
+                if state["tail_beside"] is not None:
+                    state["tail_beside"] = max(state["tail_beside"], state["in_flight"])
+                return call
+            if tails and state["tail_beside"] is None:
+                state["tail_beside"] = state["in_flight"]
+                return tails.popleft()
+            return None
 
     def serve() -> None:
         worker: WorkerProcess | None = None
         try:
             while True:
-                try:
-                    call = pending.get_nowait()
-                except queue.Empty:
+                call = take()
+                if call is None:
                     return
-                if worker is None or not worker.alive:
-                    worker = spawn()
-                call_started = time.perf_counter()
-                result, healthy = _one_call(worker, call, startup_timeout_s)
-                result["wall_s"] = time.perf_counter() - call_started
-                if not healthy:
-                    worker.kill()
+                if call.tail and worker is not None:
+                    worker.shutdown()  # an idle worker holds device memory the tail wants
                     worker = None
+                if call.tail or worker is None or not worker.alive:
+                    current = spawn(call)
+                    if not call.tail:
+                        worker = current
+                else:
+                    current = worker
+                call_started = time.perf_counter()
+                result, healthy = _one_call(current, call, startup_timeout_s)
+                result["wall_s"] = time.perf_counter() - call_started
                 with lock:
+                    if call.tail:
+                        result["beside"] = state["tail_beside"]
+                        state["tail_beside"] = None
+                    else:
+                        state["in_flight"] -= 1
                     results[call.key] = result
+                if call.tail and healthy:
+                    current.shutdown()
+                elif not healthy:
+                    current.kill()
+                    worker = None
                 if on_result is not None:
                     on_result(call, result)
                 then = follow_up(call, result) if follow_up is not None else None
                 if then is not None:
-                    pending.put(then)  # this thread is still serving, so it is picked up
+                    with lock:  # this thread is still serving, so it is picked up
+                        queue_call(then)
         finally:
             if worker is not None:
                 worker.shutdown()

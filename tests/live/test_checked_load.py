@@ -31,8 +31,11 @@ class FakePool:
         queue = list(calls)
         while queue:
             call = queue.pop(0)
-            pool["keys"].append(call.key)
-            result = dict(answers.get(call.key, {"status": "ok", "meta": {"n": 1}}))
+            pool["keys"].append(("tail:" if call.tail else "") + call.key)
+            if call.tail:
+                pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
+            result = dict(answers.get(("tail:" if call.tail else "") + call.key,
+                                      {"status": "ok", "meta": {"n": 1}}))
             results[call.key] = result
             on_result(call, result)
             then = follow_up(call, result) if follow_up is not None else None
@@ -65,25 +68,31 @@ def test_slow_looking_checks_start_first(monkeypatch, tmp_path) -> None:
 def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:
     oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory"}
     host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit"}
-    pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"}},
-                     {"host": oom}])
+    pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"},
+                      "crowded": oom, "tail:host": {**oom, "beside": 0},
+                      "tail:crowded": {**oom, "beside": 2}},
+                     {"crowded": oom}])
     loaded = _load(monkeypatch, tmp_path, pool, {"ok": 1.0, "big": 1.0, "host": 1.0,
-                                                 "bad": 1.0})
-    first, retry = pool.pools
-    # only the real failure's plain script runs in the first pool, right after its check
-    assert first["keys"] == ["ok", "big", "host", "bad", cl.PLAIN_KEY + "bad"]
-    # both memory failures again, fewer workers, more host memory and a bigger GPU share each
-    assert retry["keys"][:2] == ["big", "host"]
-    assert retry["workers"] == cl.RETRY_WORKERS
-    assert retry["memory_limit_mb"] == cl.RETRY_MEMORY_MB > 32768
-    assert retry["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
-    assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < retry["memory_limit_mb"]
-    assert retry["env"]["TRITON_CACHE_AUTOTUNING"] == "1"
-    # an operator out of memory even then gets its plain-script run, like any other failure
-    assert retry["keys"][2:] == [cl.PLAIN_KEY + "host"]
+                                                 "bad": 1.0, "crowded": 1.0})
+    first, alone = pool.pools
+    # in the first pool: the real failure's plain script right after its check, and each
+    # memory failure again as a tail call (after everything queued), with more room
+    assert first["keys"][:5] == ["ok", "big", "host", "bad", "crowded"]
+    assert sorted(first["keys"][5:]) == sorted([
+        "tail:big", "tail:host", "tail:crowded", cl.PLAIN_KEY + "bad", cl.PLAIN_KEY + "host"])
+    assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, {"KB_GPU_WORKERS": str(cl.RETRY_WORKERS)})
+    assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < cl.RETRY_MEMORY_MB
+    # out of memory in the tail with the machine to itself: the operator's verdict, explained
+    # by its plain script; out of memory beside the last checks: alone once more, after them
+    assert alone["keys"][0] == "crowded" and alone["workers"] == cl.RETRY_WORKERS
+    assert alone["memory_limit_mb"] == cl.RETRY_MEMORY_MB
+    assert alone["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
+    assert alone["env"]["TRITON_CACHE_AUTOTUNING"] == "1"
+    assert alone["keys"][1:] == [cl.PLAIN_KEY + "crowded"]
     assert sorted(loaded.tasks) == ["big", "ok"]
     reasons = {s.op: s for s in loaded.skipped}
     assert "out of memory" in reasons["host"].reason
+    assert "out of memory" in reasons["crowded"].reason
     assert reasons["host"].plain_script == "passes" and reasons["bad"].plain_script == "passes"
 
 
@@ -150,10 +159,13 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
     pool = FakePool([{"big": oom}])
     real = pool.__call__
 
-    def stops_at_the_retry(calls, **kwargs):  # the load killed as the retry pool starts
-        if pool.pools:
-            raise Stopped
-        return real(calls, **kwargs)
+    def stops_at_the_retry(calls, *, follow_up, **kwargs):  # killed as the retry is queued
+        def then(call, result):
+            retry = follow_up(call, result)
+            if retry is not None and retry.tail:
+                raise Stopped
+            return retry
+        return real(calls, follow_up=then, **kwargs)
 
     monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cl, "run_calls", stops_at_the_retry)
@@ -166,3 +178,29 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
               for item in items}
     # the finished check is kept; the one still to be retried is checked again next time
     assert cached["ok"]["passed"] and cached["big"] is None
+
+
+def test_a_check_out_of_time_for_shapes_passes_on_those_it_checked(tmp_path,
+                                                                   monkeypatch) -> None:
+    from pathlib import Path
+
+    from live.evaluator.gold import gold_check_in_worker
+    from live.evaluator.run_candidate import CandidateRunner
+    from live.evaluator.worker import _device_info
+    from live.tasks.tritonbench import operator
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    mini = (Path(__file__).parent / "fixtures" / "tritonbench_mini").resolve()
+    runner = CandidateRunner("cpu", _device_info("cpu"))
+    operator._cpu_inputs.cache_clear()
+    spec, name = f"tritonbench:{mini}", "tritonbench/add"
+    full = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=600.0)
+    none_left = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=0.0)
+    assert full["status"] == "ok" and full["shape_verdicts"] == {}
+    # no time left after the first shape: it is checked, the others are dropped, not failed
+    assert none_left["status"] == "ok", none_left
+    first, *rest = [s["index"] for s in runner._task(spec, name).cpu_shapes]
+    dropped = {int(i): v for i, v in none_left["shape_verdicts"].items()}
+    assert rest and sorted(dropped) == sorted(rest) and first not in dropped
+    assert all(v["kind"] == "dropped" and "ran out before it" in v["reason"]
+               for v in dropped.values())

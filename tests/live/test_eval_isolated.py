@@ -30,3 +30,43 @@ def test_a_crash_is_confined_follow_ups_run_and_foreign_functions_are_refused() 
     assert results["foreign"]["status"] == "error" and "refused" in results["foreign"]["error"]
     assert sorted(seen) == ["add", "add again", "crash", "foreign"]
     assert all(result["wall_s"] > 0 for result in results.values())
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("import os, pathlib, time\n" + body)
+    return str(path)
+
+
+def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings(
+        tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    stamp = ("def stamp(name):\n"
+             f"    (pathlib.Path({str(marks)!r}) / name).write_text("
+             "f\"{time.time()} {os.environ.get('KB_GPU_WORKERS')}\")\n")
+    # `slow` runs until the first tail call has started: that one starts beside it
+    slow = _script(tmp_path / "slow.py", stamp + (
+        f"while not (pathlib.Path({str(marks)!r}) / 't0_start').exists():\n"
+        "    time.sleep(0.05)\nstamp('slow_end')\n"))
+    quick = _script(tmp_path / "quick.py", stamp + "stamp('quick')\n")
+    tail = [_script(tmp_path / f"t{i}.py", stamp + f"stamp('t{i}_start')\ntime.sleep(2)\n"
+                    f"stamp('t{i}_end')\n") for i in (0, 1)]
+
+    def tail_call(i: int) -> Call:
+        return Call(f"t{i}", PLAIN, {"operator_path": tail[i]}, 60, tail=True,
+                    memory_limit_mb=8192, env={"KB_GPU_WORKERS": "1"})
+
+    def follow_up(call: Call, result: dict) -> Call | None:
+        return tail_call(1) if call.key == "t0" else None
+
+    results = run_calls([tail_call(0), Call("slow", PLAIN, {"operator_path": slow}, 60),
+                         Call("quick", PLAIN, {"operator_path": quick}, 60)],
+                        device="cpu", workers=3, follow_up=follow_up)
+    assert all(r["status"] == "ok" for r in results.values()), results
+    times = {p.name: float(p.read_text().split()[0]) for p in marks.iterdir()}
+    workers = {p.name: p.read_text().split()[1] for p in marks.iterdir()}
+    # queued first, the tail call still waited for the others to start; one tail at a time
+    assert times["t0_start"] < times["slow_end"] and times["t0_end"] <= times["t1_start"]
+    assert results["t0"]["beside"] >= 1 and results["t1"]["beside"] == 0
+    # tail calls run in workers of their own, with their own settings
+    assert workers["t0_start"] == workers["t1_start"] == "1" and workers["quick"] == "3"
