@@ -4,6 +4,8 @@
 #     workers), then a cached load; then, with what is left of BUDGET_S, the live run below;
 #   PHASE=live: the live run (mutate proposer, explore, 4 steps per operator, over every
 #     operator that passed), continued with --resume when a trace is already there.
+# DRAIN_S: seconds between --max-wall and the outer limit, for evaluations in flight to end (a
+# TritonBench-G evaluation can take minutes under load; those still running then are lost).
 # State lives in .gpu-run/ of the checkout (git-ignored, kept between calls on a warm machine).
 #
 #   OUT=... PHASE=load BUDGET_S=560 bash benchmarks/gpu/tritonbench_g.sh [DATA_DIR]
@@ -51,8 +53,8 @@ if [ "$left" -gt 120 ]; then
   timeout -s INT -k 20 $(( left - 30 )) python3 -m kernelband.cli live \
     --tasks "tritonbench:$data" --proposer mutate --policy explore --steps 4 --device cuda \
     --in-flight "${IN_FLIGHT:-16}" --eval-workers "${EVAL_WORKERS:-12}" --quiet \
-    --max-wall $(( left - 110 )) --out "$state/tb-live" "${resume[@]}" >> "$OUT/live.log" 2>&1
-  echo "live run ${resume[*]}: rc $?, $(ms "$t") ms (max-wall $(( left - 110 )) s)" >> "$OUT/run.txt"
+    --max-wall $(( left - 30 - ${DRAIN_S:-80} )) --out "$state/tb-live" "${resume[@]}" >> "$OUT/live.log" 2>&1
+  echo "live run ${resume[*]}: rc $?, $(ms "$t") ms (max-wall $(( left - 30 - ${DRAIN_S:-80} )) s)" >> "$OUT/run.txt"
   python3 -m kernelband.cli traces validate "$state/tb-live" >> "$OUT/live.log" 2>&1
   echo "traces validate: rc $?" >> "$OUT/run.txt"
   tar -czf "$OUT/tb-live.tar.gz" -C "$state" tb-live

@@ -83,7 +83,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
                          describe: str | None = None,
                          verdicts: dict[str, dict[str, str]] | None = None,
                          drop_out_of_memory: bool = False,
-                         shape_budget_s: float | None = None) -> dict[str, Any]:
+                         shape_budget_s: float | None = None, shape_floor_s: float = 0.0,
+                         shape_cap_s: float | None = None) -> dict[str, Any]:
     """Worker side: build the task, then judge its k0 as the evaluator judges any candidate.
 
     Returns ``status`` (``ok``, ``build_error``, ``nondeterministic``, ``retry`` or the
@@ -103,10 +104,12 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     shapes (the operator's own test code) is checked a second time, as before: the operator
     is ``nondeterministic``.
 
-    NOTE (D82): with `shape_budget_s`, the perf shapes are checked (in order) for at most that
-    many seconds from the start of this check, all rounds together; the shapes not reached in
-    time are ``dropped`` (not checked, so not timed either), the operator's own test code still
-    runs, and the operator passes on the shapes checked.
+    NOTE (D82): with `shape_budget_s`, the perf shapes are checked (in order) until that many
+    seconds after the start of this check, all rounds together, or for `shape_floor_s` from the
+    first shape checked in a round if that ends later (making inputs can take a minute), but
+    never past `shape_cap_s` after the start; the shapes not reached in time are ``dropped``
+    (not checked, so not timed either), the operator's own test code still runs, and the
+    operator passes on the shapes checked.
     """
     started = time.perf_counter()
     if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
@@ -131,7 +134,9 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     try:
         return _judge(runner, workdir, task, task_spec, task_name, meta, known,
                       drop_out_of_memory,
-                      None if shape_budget_s is None else (started, float(shape_budget_s)))
+                      None if shape_budget_s is None else
+                      (started, float(shape_budget_s), float(shape_floor_s),
+                       None if shape_cap_s is None else float(shape_cap_s)))
     finally:  # this worker's next check is another task's: its inputs are of no more use
         with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
             runner.release_inputs()
@@ -156,12 +161,18 @@ def _drop(task: Any, verdicts: dict[int, dict[str, str]], index: int, why: str) 
 
 def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str, meta: Any,
            verdicts: dict[int, dict[str, str]], drop_out_of_memory: bool,
-           budget: tuple[float, float] | None = None) -> dict[str, Any]:
+           budget: tuple[float, float, float, float | None] | None = None
+           ) -> dict[str, Any]:
     peaks: dict[int, int] = {}
 
     def request() -> dict[str, Any]:
-        limit = {} if budget is None else {
-            "shape_budget_s": max(0.0, budget[0] + budget[1] - time.perf_counter())}
+        limit: dict[str, float] = {}
+        if budget is not None:
+            started, share, floor, cap = budget
+            limit = {"shape_budget_s": max(0.0, started + share - time.perf_counter()),
+                     "shape_floor_s": floor}
+            if cap is not None:
+                limit["shape_cap_s"] = max(0.0, started + cap - time.perf_counter())
         return {**limit, "op": "evaluate", "task_spec": task_spec, "task_name": task_name,
                 "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True,
                 "keep_going": True, "measure_peaks": True,
@@ -191,8 +202,8 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
         peaks.update({int(k): int(v) for k, v in (response.get("shape_peaks") or {}).items()})
         for index in response.get("not_reached") or ():
             verdicts[int(index)] = {"kind": "dropped", "reason": (
-                f"not checked: the gold check's {budget[1] if budget else 0:g} s for "
-                f"performance inputs ran out before it on this machine")}
+                "not checked: the gold check's time for performance inputs ran out before it "
+                "on this machine")}
         if response["status"] == "ok":
             return result(response)
         failed = response.get("failed_shape")

@@ -36,10 +36,10 @@ class Call:
     function: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
-    #: a *tail* call waits until no other call is queued, runs one at a time, and runs in a
-    #: worker of its own started with `memory_limit_mb` and `env` over the pool's (a check
-    #: retried with more room); its result's ``beside`` says how many other calls ran at once
-    #: at most while it ran (0: it had the machine to itself)
+    #: a *tail* call waits until no other call is queued, runs beside few other tail calls
+    #: (`run_calls`'s `tail_slots`), in a worker of its own started with `memory_limit_mb` and
+    #: `env` over the pool's (a check retried with more room); its result's ``beside`` says
+    #: how many other calls ran at once at most while it ran (0: it had the machine to itself)
     tail: bool = False
     memory_limit_mb: int | None = None
     env: dict[str, str] | None = None
@@ -80,6 +80,7 @@ def run_calls(
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
     env_extra: dict[str, str] | None = None,
     follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
+    tail_slots: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """Run every call in a pool of sandboxed workers; the result dict of each, by key.
 
@@ -88,7 +89,8 @@ def run_calls(
     ``follow_up(call, result)`` may return another call to run in the same pool (a failed
     check's plain-script run), so it overlaps the calls still pending instead of waiting for
     all of them; its result is reported like the others. A ``tail`` call (queued or a
-    follow-up) starts once nothing else is queued, beside the calls still running at most.
+    follow-up) starts once nothing else is queued, beside the calls still running at most and
+    `tail_slots` tail calls in all.
     """
     if not calls:
         return {}
@@ -99,9 +101,10 @@ def run_calls(
     tails: deque[Call] = deque()
     results: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
-    # calls running other than the tail call, and the most of them seen beside the running
-    # tail call (None: no tail call running)
-    state: dict[str, Any] = {"in_flight": 0, "tail_beside": None}
+    # calls running (tail calls too), and for each running tail call the most other calls
+    # seen running beside it
+    state: dict[str, Any] = {"in_flight": 0}
+    beside: dict[int, int] = {}
 
     def queue_call(call: Call) -> None:
         (tails if call.tail else pending).append(call)
@@ -117,26 +120,28 @@ def run_calls(
             limit = call.memory_limit_mb or memory_limit_mb
         return WorkerProcess(device=device, memory_limit_mb=limit, env_extra=env)
 
-    def take() -> Call | None:
-        """The next queued call, else a tail call if none is running; None: nothing for
+    def take(slot: int) -> Call | None:
+        """The next queued call, else a tail call if a tail slot is free; None: nothing for
         this thread (a running tail call's thread comes back for the rest)."""
         with lock:
             if pending:
                 call = pending.popleft()
-                state["in_flight"] += 1
-                if state["tail_beside"] is not None:
-                    state["tail_beside"] = max(state["tail_beside"], state["in_flight"])
-                return call
-            if tails and state["tail_beside"] is None:
-                state["tail_beside"] = state["in_flight"]
-                return tails.popleft()
-            return None
+            elif tails and len(beside) < max(1, tail_slots):
+                call = tails.popleft()
+            else:
+                return None
+            state["in_flight"] += 1
+            for running in beside:
+                beside[running] = max(beside[running], state["in_flight"] - 1)
+            if call.tail:
+                beside[slot] = state["in_flight"] - 1
+            return call
 
-    def serve() -> None:
+    def serve(slot: int) -> None:
         worker: WorkerProcess | None = None
         try:
             while True:
-                call = take()
+                call = take(slot)
                 if call is None:
                     return
                 if call.tail and worker is not None:
@@ -152,11 +157,9 @@ def run_calls(
                 result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
                 with lock:
+                    state["in_flight"] -= 1
                     if call.tail:
-                        result["beside"] = state["tail_beside"]
-                        state["tail_beside"] = None
-                    else:
-                        state["in_flight"] -= 1
+                        result["beside"] = beside.pop(slot)
                     results[call.key] = result
                 if call.tail and healthy:
                     current.shutdown()
@@ -173,7 +176,7 @@ def run_calls(
             if worker is not None:
                 worker.shutdown()
 
-    threads = [threading.Thread(target=serve, name=f"kb-isolated-{i}", daemon=True)
+    threads = [threading.Thread(target=serve, args=(i,), name=f"kb-isolated-{i}", daemon=True)
                for i in range(n_workers)]
     for thread in threads:
         thread.start()

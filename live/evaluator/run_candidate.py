@@ -297,11 +297,13 @@ class CandidateRunner:
     def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, Any], names: list[str],
                   await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
-        # NOTE (D82): a gold-vs-gold check may bound the time it spends on performance inputs
-        # (from here on); those it did not reach are reported as `not_reached`, not checked,
-        # and the operator's own test code still runs
+        # NOTE (D82): a gold-vs-gold check may bound the time it spends on performance inputs:
+        # they stop `shape_budget_s` from now, or `shape_floor_s` after the first one was
+        # checked if that is later (making the inputs may take most of the budget), but never
+        # past `shape_cap_s` from now; those not reached are reported as `not_reached`, not
+        # checked, and the operator's own test code still runs
+        received = time.perf_counter()
         budget = request.get("shape_budget_s") if request.get("check_only") else None
-        deadline = None if budget is None else time.perf_counter() + max(0.0, float(budget))
         try:
             task = self._task(request["task_spec"], request["task_name"])
         except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
@@ -404,6 +406,12 @@ class CandidateRunner:
             raise Outcome("runtime_error", "the evaluator went away before checking",
                           recycle=True)
         started = time.perf_counter()
+        deadline = None
+        if budget is not None:
+            deadline = max(received + float(budget),
+                           started + float(request.get("shape_floor_s") or 0.0))
+            if request.get("shape_cap_s") is not None:
+                deadline = min(deadline, received + float(request["shape_cap_s"]))
         not_reached: list[int] = []
         for entry in plan[1:]:
             if deadline is not None and entry[2] is not None and time.perf_counter() > deadline:

@@ -46,12 +46,21 @@ CHECK_MEMORY_MB = 65536
 #: `context_attn_nopad` makes 33 GB of inputs on the host)
 RETRY_WORKERS = 1
 RETRY_MEMORY_MB = 100000
+#: memory retries that may run at once in the pool's tail (D83): on an H200 the two that ran out
+#: beside the others, `chunk_retention` (24 GiB of inputs on the host) and `context_attn_nopad`
+#: (33 GB), take 90-120 s each; one that runs out of memory beside the other is checked alone
+TAIL_SLOTS = 2
 #: NOTE (D82): on a GPU a check spends at most this share of its time limit on performance
 #: inputs; those not reached by then are dropped (not checked, not timed) and the operator's own
 #: test code still runs. On an H200, `int8_matmul_kernel` (a constexpr K, 15 autotuned
 #: configurations: every input compiles 15 kernels) spent 241 s on its 31 inputs and was
 #: skipped at the 180 s limit, though its plain script passes.
 SHAPE_BUDGET_SHARE = 0.5
+#: ... but a check whose inputs took most of that still checks inputs for this share of its
+#: limit (`context_attn_nopad` makes 33 GB of inputs on the host: 90 s beside other checks),
+#: never past this share of it (its test code must still fit)
+SHAPE_FLOOR_SHARE = 0.25
+SHAPE_CAP_SHARE = 0.75
 #: a check whose gold code faults on a shape (illegal memory access) runs again in a fresh
 #: worker without that shape and every larger one, at most this many times (D73)
 MAX_FAULT_RETRIES = 3
@@ -158,7 +167,9 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         return
     started = time.perf_counter()
     by_name = {item.name: item for item in [*items, *unexplained]}
-    budget = {"shape_budget_s": SHAPE_BUDGET_SHARE * timeout_s} if device == "cuda" else {}
+    budget = {"shape_budget_s": SHAPE_BUDGET_SHARE * timeout_s,
+              "shape_floor_s": SHAPE_FLOOR_SHARE * timeout_s,
+              "shape_cap_s": SHAPE_CAP_SHARE * timeout_s} if device == "cuda" else {}
     calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
                                           "describe": describe, **budget}, timeout_s)
              for item in items]
@@ -233,7 +244,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
         run_calls(first, device=device, workers=workers, on_result=done,
                   memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
-                  follow_up=plain_script_of_failure)
+                  follow_up=plain_script_of_failure, tail_slots=TAIL_SLOTS)
         # a check that ran out of memory beside 15 others is retried with room for more
         # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU) in the pool's tail, and alone
         # here if it ran out beside the last checks too; a shape that runs out of memory

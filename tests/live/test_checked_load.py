@@ -195,8 +195,14 @@ def test_a_check_out_of_time_for_shapes_passes_on_those_it_checked(tmp_path,
     operator._cpu_inputs.cache_clear()
     spec, name = f"tritonbench:{mini}", "tritonbench/add"
     full = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=600.0)
-    none_left = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=0.0)
+    # the budget is spent (making inputs, say), but shapes still get their floor...
+    floor = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=0.0,
+                                 shape_floor_s=600.0, shape_cap_s=900.0)
+    # ... unless that would pass the cap
+    none_left = gold_check_in_worker(runner, tmp_path, spec, name, shape_budget_s=0.0,
+                                     shape_floor_s=600.0, shape_cap_s=0.0)
     assert full["status"] == "ok" and full["shape_verdicts"] == {}
+    assert floor["status"] == "ok" and floor["shape_verdicts"] == {}
     # no time left after the first shape: it is checked, the others are dropped, not failed
     assert none_left["status"] == "ok", none_left
     first, *rest = [s["index"] for s in runner._task(spec, name).cpu_shapes]
