@@ -29,7 +29,8 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache
 } >> "$OUT/run.txt" 2>&1
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 if [ "$phase" = load ]; then
-  rm -rf "$state/kb-cache" "$state/tb-live"
+  rm -rf "$state/kb-cache"  # the cold load; a live trace there is resumed (FRESH=1: not)
+  [ "${FRESH:-0}" = 1 ] && rm -rf "$state/tb-live"
   t=$(date +%s%N)
   timeout "${CHECK_WALL:-400}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
     --device cuda --json > "$OUT/check_cold.json" 2> "$OUT/check_cold.err"
