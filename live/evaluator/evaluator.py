@@ -22,6 +22,7 @@ from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
+from live.evaluator.host_memory import HostRoom
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
@@ -78,6 +79,10 @@ class Evaluator:
             None also reads the tasks' per-shape verdicts from their load-time gold check
             (NOTE D73: dropped shapes skipped, unchecked ones timed but not compared), which a
             worker's rebuilt task does not hold; ``False`` skips both.
+        host_room: host-memory admission (`live.evaluator.host_memory`, NOTE D84): no
+            evaluation starts while the host's available memory is under its reserve and
+            another one is running; None: the default reserve on a GPU, none on a CPU;
+            ``False``: none.
     """
 
     def __init__(
@@ -98,6 +103,7 @@ class Evaluator:
         timing_batch: int | None = None,
         gpu_memory_gib: float | None = None,
         memory_plan: MemoryPlan | None | bool = None,
+        host_room: HostRoom | None | bool = None,
     ):
         if workers < 1:
             raise ValueError("workers must be >= 1")
@@ -137,6 +143,12 @@ class Evaluator:
             self.gpu_lock.set_patience(
                 batch=timing_batch if timing_batch is not None else _timing_batch(workers),
                 patience_s=timing_patience_s)
+        # NOTE (D84): on a GPU host no evaluation starts while the host's memory is short
+        # (TritonBench-G's operators make their inputs on the host, up to 33 GB each)
+        if host_room is None:
+            host_room = HostRoom() if self.device == "cuda" else False
+        self.host_room: HostRoom | None = host_room or None
+        self._running = 0
         self._idle: AffinityQueue[WorkerProcess] = AffinityQueue()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
@@ -186,7 +198,10 @@ class Evaluator:
         without a lock."""
         if self.gpu_lock is None:
             return None
-        return {**self.gpu_lock.describe(), "workers": self.n_workers}
+        info = {**self.gpu_lock.describe(), "workers": self.n_workers}
+        if self.host_room is not None:
+            info["host_reserve_gib"] = self.host_room.info()["host_reserve_gib"]
+        return info
 
     @property
     def device_info(self) -> dict[str, Any]:
@@ -220,6 +235,18 @@ class Evaluator:
         if problem is not None:
             return failure("rejected", kid, task_name, problem,
                            eval_latency_s=time.perf_counter() - started)
+        if self.host_room is not None:
+            self.host_room.wait(lambda: self._running, lambda: self._closed)
+        with self._lock:
+            self._running += 1
+        try:
+            return self._evaluate(task_name, code, kid, seed, baseline_code, started)
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def _evaluate(self, task_name: str, code: str, kid: str, seed: int,
+                  baseline_code: str | None, started: float) -> EvalResult:
         worker = self._idle.get(prefer=task_name)
         healthy = False
         try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from live.evaluator.host_memory import HostRoom
 from live.evaluator.sandbox import WorkerProcess
 
 #: the package a call's function must come from
@@ -81,6 +82,7 @@ def run_calls(
     env_extra: dict[str, str] | None = None,
     follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
     tail_slots: int = 1,
+    host_room: HostRoom | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every call in a pool of sandboxed workers; the result dict of each, by key.
 
@@ -90,7 +92,9 @@ def run_calls(
     check's plain-script run), so it overlaps the calls still pending instead of waiting for
     all of them; its result is reported like the others. A ``tail`` call (queued or a
     follow-up) starts once nothing else is queued, beside the calls still running at most and
-    `tail_slots` tail calls in all.
+    `tail_slots` tail calls in all. With `host_room`, no call starts while the host's available
+    memory is under its reserve and another call is running (NOTE (D84)); a call that waited
+    so has ``host_wait_s`` in its result.
     """
     if not calls:
         return {}
@@ -105,6 +109,9 @@ def run_calls(
     # seen running beside it
     state: dict[str, Any] = {"in_flight": 0}
     beside: dict[int, int] = {}
+    waiting_since: dict[int, float] = {}  # threads held back by host memory, since when
+    host_waits: dict[str, float] = {}  # calls that were held back, how long
+    wait = object()  # take(): nothing to start now, look again
 
     def queue_call(call: Call) -> None:
         (tails if call.tail else pending).append(call)
@@ -120,10 +127,16 @@ def run_calls(
             limit = call.memory_limit_mb or memory_limit_mb
         return WorkerProcess(device=device, memory_limit_mb=limit, env_extra=env)
 
-    def take(slot: int) -> Call | None:
+    def take(slot: int) -> Any:
         """The next queued call, else a tail call if a tail slot is free; None: nothing for
-        this thread (a running tail call's thread comes back for the rest)."""
+        this thread (a running tail call's thread comes back for the rest); `wait`: there is
+        a call, but the host is short of memory while others run."""
         with lock:
+            startable = pending or (tails and len(beside) < max(1, tail_slots))
+            if (startable and host_room is not None and state["in_flight"] > 0
+                    and not host_room.room()):
+                waiting_since.setdefault(slot, time.perf_counter())
+                return wait
             if pending:
                 call = pending.popleft()
             elif tails and len(beside) < max(1, tail_slots):
@@ -135,6 +148,10 @@ def run_calls(
                 beside[running] = max(beside[running], state["in_flight"] - 1)
             if call.tail:
                 beside[slot] = state["in_flight"] - 1
+            if slot in waiting_since:
+                waited = time.perf_counter() - waiting_since.pop(slot)
+                host_room.note_wait(waited)  # type: ignore[union-attr]
+                host_waits[call.key] = waited
             return call
 
     def serve(slot: int) -> None:
@@ -144,6 +161,9 @@ def run_calls(
                 call = take(slot)
                 if call is None:
                     return
+                if call is wait:
+                    time.sleep(host_room.poll_s)  # type: ignore[union-attr]
+                    continue
                 if call.tail and worker is not None:
                     worker.shutdown()  # an idle worker holds device memory the tail wants
                     worker = None
@@ -156,6 +176,8 @@ def run_calls(
                 call_started = time.perf_counter()
                 result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
+                if call.key in host_waits:
+                    result["host_wait_s"] = round(host_waits[call.key], 3)
                 with lock:
                     state["in_flight"] -= 1
                     if call.tail:

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from live.evaluator.checks import as_tuple, check_call, clone_inputs, poisoned_like
+from live.evaluator.host_memory import host_short
 from live.evaluator.loader import CandidateLoadError, load_candidate, unload_candidate
 from live.evaluator.metadata import (
     DeviceLimits,
@@ -189,6 +190,7 @@ class CandidateRunner:
                 input_cache_bytes = min(input_cache_bytes, int(0.35 * share))
         self._inputs = InputCache(input_cache_bytes)
         self._spec = ""
+        self._last_task: tuple[str, str] | None = None
 
     def release_inputs(self) -> None:
         """Drop every kept input (and, on a GPU, the allocator's cached blocks)."""
@@ -224,6 +226,13 @@ class CandidateRunner:
 
     def _task(self, spec: str, name: str) -> Any:
         key = (spec, name)
+        if key != self._last_task and self._last_task in self._tasks:
+            previous = self._tasks[self._last_task]
+            # NOTE (D84): another task now; what the last one made on the host (TritonBench-G:
+            # every performance input, up to 33 GB) goes if the host is short of memory
+            if getattr(previous, "release", None) is not None and host_short():
+                previous.release()
+        self._last_task = key
         if key not in self._tasks:
             self._tasks[key] = resolve_task(spec, name)
         return self._tasks[key]

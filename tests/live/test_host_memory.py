@@ -1,0 +1,143 @@
+"""Host-memory admission (NOTE D84): no new work starts while the host is short of memory and
+other work runs; work always progresses; the reserve comes from the host or the environment."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from live.evaluator.host_memory import RESERVE_ENV, HostRoom, default_reserve_bytes, total_bytes
+from live.evaluator.isolated import Call, run_calls
+
+PLAIN = "live.tasks.tritonbench.script.run_plain_script"
+GIB = 2**30
+
+
+def _stamping_script(path: Path, marks: Path, name: str, sleep_s: float) -> str:
+    path.write_text(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(marks)!r}, {name + '_start'!r}).write_text(str(time.time()))\n"
+        f"time.sleep({sleep_s})\n"
+        f"pathlib.Path({str(marks)!r}, {name + '_end'!r}).write_text(str(time.time()))\n")
+    return str(path)
+
+
+def _spans(marks: Path, names: list[str]) -> list[tuple[float, float]]:
+    return sorted((float((marks / f"{n}_start").read_text()),
+                   float((marks / f"{n}_end").read_text())) for n in names)
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_calls_start_one_at_a_time_while_the_host_is_short(tmp_path: Path, short: bool) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    names = ["a", "b", "c"]
+    calls = [Call(n, PLAIN, {"operator_path": _stamping_script(tmp_path / f"{n}.py", marks, n,
+                                                                1.0)}, 60) for n in names]
+    available = 4 * GIB if short else 64 * GIB
+    room = HostRoom(8 * GIB, probe=lambda: available, poll_s=0.05)
+    results = run_calls(calls, device="cpu", workers=3, host_room=room)
+    assert all(r["status"] == "ok" for r in results.values()), results
+    spans = _spans(marks, names)
+    overlapping = any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
+    if short:
+        # the first call starts (nothing else runs), each other one waits for the one before
+        assert not overlapping
+        # a thread whose call ended may take the next one itself, without waiting; one that
+        # was held back waited for at least one call to end
+        waits = [r["host_wait_s"] for r in results.values() if "host_wait_s" in r]
+        assert len(waits) <= 2 and all(wait > 0.5 for wait in waits)
+        info = room.info()
+        assert info["host_held_back"] == len(waits)
+        assert info["host_waited_s"] == pytest.approx(sum(waits), abs=0.01)
+        assert info["host_reserve_gib"] == 8.0 and info["host_lowest_available_gib"] == 4.0
+    else:
+        assert overlapping
+        assert all("host_wait_s" not in r for r in results.values())
+        assert room.info()["host_held_back"] == 0
+
+
+def test_a_start_waits_until_memory_comes_back_or_nothing_runs() -> None:
+    available = [1 * GIB]
+    running = [2]
+    room = HostRoom(2 * GIB, probe=lambda: available[0], poll_s=0.01)
+    assert room.wait(lambda: 0) == 0.0  # nothing else runs: go, short or not
+
+    def free_later() -> None:
+        running[0] = 1  # one of the two ends: still short, still waiting
+        threading.Event().wait(0.2)
+        available[0] = 3 * GIB
+
+    threading.Timer(0.1, free_later).start()
+    assert room.wait(lambda: running[0]) >= 0.25
+    assert room.info()["host_held_back"] == 1
+    assert HostRoom(0, probe=lambda: 0).room()  # a reserve of 0: admission off
+    closed = HostRoom(2 * GIB, probe=lambda: 0, poll_s=0.01)
+    assert closed.wait(lambda: 1, closed=lambda: True) < 0.5  # a closing evaluator goes on
+
+
+def test_the_reserve_is_a_share_of_the_host_or_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RESERVE_ENV, raising=False)
+    assert 0 < default_reserve_bytes() <= min(total_bytes() // 4, 48 * GIB)
+    monkeypatch.setenv(RESERVE_ENV, "1.5")
+    assert default_reserve_bytes() == int(1.5 * GIB)
+    monkeypatch.setenv(RESERVE_ENV, "lots")
+    with pytest.raises(ValueError, match="must be a number of GiB"):
+        default_reserve_bytes()
+    with pytest.raises(ValueError, match="reserve_bytes must be >= 0"):
+        HostRoom(-1)
+
+
+def test_the_evaluator_starts_no_evaluation_beside_another_while_the_host_is_short() -> None:
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    folder = Path(__file__).parent / "fixtures" / "candidates"
+    good = (folder / "vadd_good.py").read_text()
+    room = HostRoom(8 * GIB, probe=lambda: 1 * GIB, poll_s=0.02)
+    spans: list[tuple[float, float]] = []
+
+    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=20, compile_timeout_s=60,
+                   memory_limit_mb=8192, host_room=room) as ev:
+        def one(seed: int) -> str:
+            import time
+
+            result = ev.evaluate("vadd", good, seed=seed)
+            end = time.perf_counter()
+            spans.append((end - result.eval_latency_s, end))
+            return result.status
+
+        with ThreadPoolExecutor(2) as pool:
+            statuses = list(pool.map(one, [0, 1]))
+    assert statuses == ["ok", "ok"]
+    assert room.info()["host_held_back"] == 1
+    first, second = sorted(spans)
+    assert second[0] >= first[1] - 0.05  # the second started after the first had ended
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_a_worker_drops_its_last_task_s_host_inputs_when_it_switches_while_short(
+        monkeypatch: pytest.MonkeyPatch, short: bool) -> None:
+    import live.evaluator.run_candidate as run_candidate
+    from live.evaluator.worker import _device_info
+
+    released: list[str] = []
+
+    class FakeTask:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def release(self) -> None:
+            released.append(self.name)
+
+    monkeypatch.setattr(run_candidate, "resolve_task", lambda spec, name: FakeTask(name))
+    monkeypatch.setattr(run_candidate, "host_short", lambda: short)
+    runner = run_candidate.CandidateRunner("cpu", _device_info("cpu"))
+    for name in ["a", "a", "b", "b", "a"]:
+        assert runner._task("spec", name).name == name
+    # only on a switch, only the task it leaves, only while the host is short
+    assert released == (["a", "b"] if short else [])
