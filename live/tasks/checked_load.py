@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from live.evaluator.isolated import Call, run_calls
+from live.evaluator.host_memory import HostRoom
+from live.evaluator.isolated import Call, default_workers, run_calls
 from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
@@ -62,6 +63,14 @@ SHAPE_BUDGET_SHARE = 0.5
 #: never past this share of it (its test code must still fit)
 SHAPE_FLOOR_SHARE = 0.25
 SHAPE_CAP_SHARE = 0.75
+#: NOTE (D85): the checks that start first (the pool's first wave: the likely slowest, by their
+#: cost hints) run beside the whole queue, so they get this much more of the time limit (their
+#: time for performance inputs stays D82's share of the base limit: the extra goes to the test
+#: code). On an H200 the queue of 184 checks drained at about 200 s and the last check ended at
+#: 241 s, while `triton_linear_activation` (58 autotuned configurations compiled for each of its
+#: test code's 5 variants; its plain script passes) was killed at the 180 s limit in the first
+#: wave; 1.4 x 180 s = 252 s
+FIRST_WAVE_LIMIT_SHARE = 1.4
 #: a check whose gold code faults on a shape (illegal memory access) runs again in a fresh
 #: worker without that shape and every larger one, at most this many times (D73)
 MAX_FAULT_RETRIES = 3
@@ -128,7 +137,8 @@ def checked_load(
                    and not records[item.name]["passed"]
                    and records[item.name].get("plain_script") is None
                    and item.plain_script is not None]
-    _check(task_spec, todo, unexplained, records, keep, device, options, describe, timeout_s)
+    admission = _check(task_spec, todo, unexplained, records, keep, device, options, describe,
+                       timeout_s)
     tasks, skipped = [], []
     for item in items:
         record = records[item.name]
@@ -155,26 +165,34 @@ def checked_load(
              "passed_with_results_set_aside": {
                  name: record["source_note"] for name, record in records.items()
                  if record["passed"] and record.get("source_note")}}
+    if admission is not None:
+        stats["host_memory"] = admission
     return Loaded(tasks, skipped, stats)
 
 
 def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[CheckItem],
            records: dict[str, dict[str, Any]], keep: Callable[..., None],
-           device: str, options: Any, describe: str, timeout_s: float) -> None:
+           device: str, options: Any, describe: str,
+           timeout_s: float) -> dict[str, Any] | None:
     """Gold-check `items` in workers; the plain script of every failed one (and of
     `unexplained`, failures checked earlier) runs in the same pool as soon as its check fails;
-    `keep(name, record)` as each result comes."""
+    `keep(name, record)` as each result comes. On a GPU, what host-memory admission did."""
     if not items and not unexplained:
-        return
+        return None
+    # NOTE (D84): on a GPU host, no check starts while the host's memory is short (the system's
+    # out-of-memory killer otherwise takes the largest check, which then runs again)
+    room = HostRoom() if device == "cuda" else None
     started = time.perf_counter()
     by_name = {item.name: item for item in [*items, *unexplained]}
     budget = {"shape_budget_s": SHAPE_BUDGET_SHARE * timeout_s,
               "shape_floor_s": SHAPE_FLOOR_SHARE * timeout_s,
               "shape_cap_s": SHAPE_CAP_SHARE * timeout_s} if device == "cuda" else {}
-    calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
-                                          "describe": describe, **budget}, timeout_s)
-             for item in items]
     workers = getattr(options, "workers", None)
+    first_wave = workers or default_workers(device, len(items) + len(unexplained))
+    calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
+                                          "describe": describe, **budget},
+                  timeout_s * (FIRST_WAVE_LIMIT_SHARE if index < first_wave else 1.0))
+             for index, item in enumerate(items)]
 
     plain_calls = {PLAIN_KEY + item.name: Call(PLAIN_KEY + item.name, item.plain_script.function,
                                                item.plain_script.kwargs,
@@ -213,6 +231,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                         "shape_verdicts": result.get("shape_verdicts") or {},
                         "shape_peaks": result.get("shape_peaks") or {},
                         "source_note": result.get("source_note"),
+                        "host_wait_s": result.get("host_wait_s"),
                         "finished_at_s": time.perf_counter() - started},
              persist=retried or not out_of_room(call, result))
         bar.update(1)
@@ -245,7 +264,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
         run_calls(first, device=device, workers=workers, on_result=done,
                   memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
-                  follow_up=plain_script_of_failure, tail_slots=TAIL_SLOTS)
+                  follow_up=plain_script_of_failure, tail_slots=TAIL_SLOTS, host_room=room)
         # a check that ran out of memory beside 15 others is retried with room for more
         # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU) in the pool's tail, and alone
         # here if it ran out beside the last checks too; a shape that runs out of memory
@@ -259,6 +278,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                       env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
                       follow_up=lambda call, result: plain_script_of_failure(
                           call, result, retried=True))
+    return room.info() if room is not None else None
 
 
 def _oom(result: dict[str, Any]) -> bool:

@@ -32,6 +32,7 @@ class FakePool:
         while queue:
             call = queue.pop(0)
             pool["keys"].append(("tail:" if call.tail else "") + call.key)
+            pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
                 pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
             result = dict(answers.get(("tail:" if call.tail else "") + call.key,
@@ -50,10 +51,11 @@ def _items(hints: dict[str, float]) -> list[cl.CheckItem]:
             for name, hint in hints.items()]
 
 
-def _load(monkeypatch, tmp_path, pool: FakePool, hints: dict[str, float]):
+def _load(monkeypatch, tmp_path, pool: FakePool, hints: dict[str, float],
+          options: LoadOptions | None = None):
     monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cl, "run_calls", pool)
-    return cl.checked_load("fake:spec", _items(hints), LoadOptions(device="cpu"),
+    return cl.checked_load("fake:spec", _items(hints), options or LoadOptions(device="cpu"),
                            describe="live.x.describe", build=lambda item, meta: item.name)
 
 
@@ -63,6 +65,18 @@ def test_slow_looking_checks_start_first(monkeypatch, tmp_path) -> None:
     # biggest hint first, equal hints in the source's order; the tasks keep the source's order
     assert pool.pools[0]["keys"] == ["tuned", "c", "a", "b"]
     assert loaded.tasks == ["a", "tuned", "b", "c"]
+
+
+def test_the_first_wave_of_checks_gets_more_time(monkeypatch, tmp_path) -> None:
+    """NOTE (D85): the checks that start first (as many as there are workers) run beside
+    the whole queue: their limit is longer; the plain scripts keep theirs."""
+    pool = FakePool([{"a": {"status": "timeout", "error": "exceeded"}}])
+    _load(monkeypatch, tmp_path, pool, {"a": 1.0, "tuned": 12.0, "b": 1.0, "c": 3.0},
+          LoadOptions(device="cpu", workers=2, timeout_s=100.0))
+    longer = 100.0 * cl.FIRST_WAVE_LIMIT_SHARE
+    assert longer > 100.0
+    assert pool.pools[0]["limits"] == {"tuned": longer, "c": longer, "a": 100.0, "b": 100.0,
+                                       cl.PLAIN_KEY + "a": 1.0}
 
 
 def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:
