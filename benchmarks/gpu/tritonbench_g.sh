@@ -11,8 +11,9 @@
 #   OUT=... PHASE=load BUDGET_S=560 bash benchmarks/gpu/tritonbench_g.sh [DATA_DIR]
 #
 # Leaves under $OUT: run.txt (machine, versions, times), check_cold.json / check_warm.json
-# (`kernelband tasks check --json`), check_cold.err, tb-cache.tgz (the check cache), live.log,
-# and after the live run tb-live.tar.gz (the trace).
+# (`kernelband tasks check --json`), check_cold.err (both loads' stderr), tb-cache.tgz (the check cache), live.log,
+# host_available_mib.txt (the host's available memory every 2 s), and after the live run
+# tb-live.tar.gz (the trace).
 set -uo pipefail
 : "${OUT:?OUT must be set}"
 data=${1:-../.gpu-data/tritonbench-g}
@@ -28,6 +29,11 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache
   git log --oneline -1 2>/dev/null || true
 } >> "$OUT/run.txt" 2>&1
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+# the host's available memory every 2 s (epoch seconds, MiB): what D84's admission works with
+( while :; do echo "$(date +%s) $(awk '/MemAvailable/ {print int($2/1024)}' /proc/meminfo)"
+  sleep 2; done ) > "$OUT/host_available_mib.txt" 2>/dev/null &
+sampler=$!
+trap 'kill $sampler 2>/dev/null' EXIT
 if [ "$phase" = load ]; then
   rm -rf "$state/kb-cache"  # the cold load; a live trace there is resumed (FRESH=1: not)
   [ "${FRESH:-0}" = 1 ] && rm -rf "$state/tb-live"
@@ -41,7 +47,7 @@ if [ "$phase" = load ]; then
     for i in 1 2; do
       t=$(date +%s%N)
       timeout 60 python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" --device cuda \
-        --json > "$OUT/check_warm.json" 2>> "$OUT/check_warm.err"
+        --json > "$OUT/check_warm.json" 2>> "$OUT/check_cold.err"
       echo "cached load $i (tasks check, again): $(ms "$t") ms, rc $?" >> "$OUT/run.txt"
     done
   fi
