@@ -33,6 +33,18 @@ from live.evaluator.timing import TimingConfig
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
 
 
+def gpu_worker_host_limit_mb() -> int:
+    """A GPU evaluator worker's host-memory limit (RSS watch): half the host, 32-64 GiB.
+
+    NOTE (D84): TritonBench-G's `context_attn_nopad` makes 33 GB of inputs on the host: under
+    the old fixed 32 GiB every evaluation of it (k0 included) was killed as ``memory limit
+    exceeded`` on a 128 GiB H200 host. The limit stops a runaway worker; host-memory admission
+    keeps the workers together inside the host."""
+    from live.evaluator.host_memory import total_bytes
+
+    return int(min(65536, max(32768, total_bytes() / 2**20 / 2)))
+
+
 def resolve_device(device: str) -> str:
     """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
     if device not in ("auto", "cpu", "cuda"):
@@ -53,7 +65,8 @@ class Evaluator:
         workers: warm worker processes (concurrent ``evaluate`` calls from threads share them).
         timeout_s: limit for checking and timing once the kernel compiled.
         compile_timeout_s: limit for loading the module and the first call (JIT compile).
-        memory_limit_mb: host memory per worker (RLIMIT_AS on CPU, RSS watch + CUDA cap on GPU).
+        memory_limit_mb: host memory per worker (RLIMIT_AS on CPU, RSS watch + CUDA cap on GPU);
+            None: 16 GiB on a CPU, `gpu_worker_host_limit_mb()` on a GPU.
         n_seeds: random input sets per check shape.
         timing: repetition policy; defaults in `TimingConfig`.
         startup_timeout_s: limit for a worker to import torch and triton.
@@ -112,7 +125,7 @@ class Evaluator:
         self.timeout_s = float(timeout_s)
         self.compile_timeout_s = float(compile_timeout_s)
         if memory_limit_mb is None:
-            memory_limit_mb = 16384 if self.device == "cpu" else 32768
+            memory_limit_mb = 16384 if self.device == "cpu" else gpu_worker_host_limit_mb()
         self.memory_limit_mb = memory_limit_mb
         self.n_seeds = n_seeds
         self.timing = timing or TimingConfig()

@@ -42,7 +42,8 @@ def test_calls_start_one_at_a_time_while_the_host_is_short(tmp_path: Path, short
     results = run_calls(calls, device="cpu", workers=3, host_room=room)
     assert all(r["status"] == "ok" for r in results.values()), results
     spans = _spans(marks, names)
-    overlapping = any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
+    overlapping = any(later[0] < earlier[1]
+                      for earlier, later in zip(spans, spans[1:], strict=False))
     if short:
         # the first call starts (nothing else runs), each other one waits for the one before
         assert not overlapping
@@ -82,7 +83,7 @@ def test_a_start_waits_until_memory_comes_back_or_nothing_runs() -> None:
 def test_the_reserve_is_a_share_of_the_host_or_the_environment(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(RESERVE_ENV, raising=False)
-    assert 0 < default_reserve_bytes() <= min(total_bytes() // 4, 48 * GIB)
+    assert 0 < default_reserve_bytes() <= min(total_bytes() // 8, 32 * GIB)
     monkeypatch.setenv(RESERVE_ENV, "1.5")
     assert default_reserve_bytes() == int(1.5 * GIB)
     monkeypatch.setenv(RESERVE_ENV, "lots")
