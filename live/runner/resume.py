@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from kbsim.trace.reveals import Reveal, load_reveals
 from live.runner.config import RunConfig
 from live.runner.kernels import KernelInfo, features
 
+#: errors that say the machine stopped an evaluation, not that the kernel failed
+_MACHINE_FAILURES = ("(SIGKILL)", "memory limit exceeded", "worker died")
 #: config fields that must not change between a run and its resumption
 _FIXED = ("tasks", "policy", "seed", "device", "profile")
 
@@ -33,8 +36,23 @@ class RecordedRun:
 
     def __init__(self, steps: list[dict[str, Any]], kernels: list[dict[str, Any]],
                  manifest: dict[str, Any], run_id: str,
-                 reveals: list[Reveal] | None = None) -> None:
+                 reveals: list[Reveal] | None = None,
+                 evaluations: list[dict[str, Any]] | None = None) -> None:
         self.run_id = run_id
+        #: (task, kernel) -> the error of its recorded failed evaluation, for kernels the run
+        #: never evaluated as correct (evaluations.jsonl)
+        self._failed: dict[tuple[str, str], str] = {}
+        passed = set()
+        for row in evaluations or ():
+            if row.get("run_id") != run_id:
+                continue
+            key = (str(row.get("task_id")), str(row.get("kernel_id")))
+            if row.get("status") == "ok":
+                passed.add(key)
+            else:
+                self._failed[key] = f"{row.get('status')}: {row.get('error') or ''}".strip()
+        for key in passed:
+            self._failed.pop(key, None)
         self.manifest = manifest
         #: (task, kernel) -> the step the run first showed its Nsight Compute signature
         self._shown = {(r.task_id, r.kernel_id): r.shown_step for r in reveals or ()
@@ -61,6 +79,17 @@ class RecordedRun:
         """The step the run first showed kernel `kid`'s Nsight Compute signature (None:
         never, as far as the trace says)."""
         return self._shown.get((task_id, kid))
+
+    def own_failure(self, task_id: str, kid: str) -> str | None:
+        """The recorded failure of kernel `kid` if the kernel itself failed (incorrect, a
+        compile or runtime error), None if it passed, was never evaluated, or was stopped by
+        the machine (a timeout, a worker killed by the system or past its memory limit: those
+        are evaluated again)."""
+        error = self._failed.get((task_id, kid))
+        if error is None or error.startswith("timeout") or any(
+                mark in error for mark in _MACHINE_FAILURES):
+            return None
+        return error
 
     def steps_of(self, task_id: str) -> list[dict[str, Any]]:
         return self._steps.get(task_id, [])
@@ -109,4 +138,12 @@ def load_recorded(path: str | Path, run_id: str) -> RecordedRun:
     steps = [r for r in data.steps.to_pylist() if r["run_id"] == run_id]
     kernels = [k for k in data.kernels.to_pylist() if k["run_id"] == run_id]
     manifest = data.manifests[0] if data.manifests else {}
-    return RecordedRun(steps, kernels, manifest, run_id, load_reveals(path))
+    evaluations = []
+    log = Path(path) / "evaluations.jsonl"
+    if log.exists():
+        for line in log.read_text().splitlines():
+            try:
+                evaluations.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut short by a killed run
+                continue
+    return RecordedRun(steps, kernels, manifest, run_id, load_reveals(path), evaluations)

@@ -320,6 +320,13 @@ class LiveRunner:
                 cache[kid] = Evaluation("ok", kernel=kernel, kernel_id=kid,
                                         ref_ms=kernel.ref_ms)
                 return kernel
+            # NOTE (D86): a k0 that failed on its own in the recorded run stopped its task
+            # there; evaluating it again on every resume would not be the run resumed (a flaky
+            # operator could pass now) and costs an evaluation per failed task per call
+            failure = recorded.own_failure(task.name, kid)
+            if failure is not None:
+                log.error("%s: k0 failed evaluation (recorded): %s", task.name, failure)
+                return None
         outcome = self.evaluate(task, task.k0, parent_id=None, chain=[], seed=0)
         cache[kid] = outcome
         if outcome.kernel is None:
