@@ -44,6 +44,9 @@ class Call:
     tail: bool = False
     memory_limit_mb: int | None = None
     env: dict[str, str] | None = None
+    #: once the call has run this long, `run_calls`'s ``overtime(call)`` may queue another
+    #: call beside it (None: never)
+    overtime_s: float | None = None
 
 
 def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str, Any]:
@@ -83,6 +86,7 @@ def run_calls(
     follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
     tail_slots: int = 1,
     host_room: HostRoom | None = None,
+    overtime: Callable[[Call], Call | None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every call in a pool of sandboxed workers; the result dict of each, by key.
 
@@ -94,7 +98,9 @@ def run_calls(
     follow-up) starts once nothing else is queued, beside the calls still running at most and
     `tail_slots` tail calls in all. With `host_room`, no call starts while the host's available
     memory is under its reserve and another call is running (NOTE (D84)); a call that waited
-    so has ``host_wait_s`` in its result.
+    so has ``host_wait_s`` in its result. A call with ``overtime_s`` that runs past it is
+    passed to ``overtime(call)`` once, which may return a call to queue at once (beside it);
+    idle workers stay while such a call may still come.
     """
     if not calls:
         return {}
@@ -112,6 +118,14 @@ def run_calls(
     waiting_since: dict[int, float] = {}  # threads held back by host memory, since when
     host_waits: dict[str, float] = {}  # calls that were held back, how long
     wait = object()  # take(): nothing to start now, look again
+    running: dict[int, tuple[Call, float]] = {}  # slot -> call, when it started
+    fired: set[str] = set()  # calls passed to overtime()
+
+    def may_overrun() -> bool:
+        """Whether a running call may still reach its overtime (lock held)."""
+        return overtime is not None and any(
+            call.overtime_s is not None and call.key not in fired
+            for call, _ in running.values())
 
     def queue_call(call: Call) -> None:
         (tails if call.tail else pending).append(call)
@@ -141,11 +155,13 @@ def run_calls(
                 call = pending.popleft()
             elif tails and len(beside) < max(1, tail_slots):
                 call = tails.popleft()
+            elif may_overrun():
+                return wait  # a running call may still queue its overtime call
             else:
                 return None
             state["in_flight"] += 1
-            for running in beside:
-                beside[running] = max(beside[running], state["in_flight"] - 1)
+            for tail_slot in beside:
+                beside[tail_slot] = max(beside[tail_slot], state["in_flight"] - 1)
             if call.tail:
                 beside[slot] = state["in_flight"] - 1
             if slot in waiting_since:
@@ -162,7 +178,7 @@ def run_calls(
                 if call is None:
                     return
                 if call is wait:
-                    time.sleep(host_room.poll_s)  # type: ignore[union-attr]
+                    time.sleep(host_room.poll_s if host_room is not None else 0.25)
                     continue
                 if call.tail and worker is not None:
                     worker.shutdown()  # an idle worker holds device memory the tail wants
@@ -174,11 +190,14 @@ def run_calls(
                 else:
                     current = worker
                 call_started = time.perf_counter()
+                with lock:
+                    running[slot] = (call, call_started)
                 result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
                 if call.key in host_waits:
                     result["host_wait_s"] = round(host_waits[call.key], 3)
                 with lock:
+                    running.pop(slot, None)
                     state["in_flight"] -= 1
                     if call.tail:
                         result["beside"] = beside.pop(slot)
@@ -198,12 +217,34 @@ def run_calls(
             if worker is not None:
                 worker.shutdown()
 
+    def watch() -> None:
+        """Pass each call that runs past its ``overtime_s`` to ``overtime`` once."""
+        while any(thread.is_alive() for thread in threads):
+            now = time.perf_counter()
+            with lock:
+                due = [call for call, started in running.values()
+                       if call.overtime_s is not None and call.key not in fired
+                       and now - started >= call.overtime_s]
+                fired.update(call.key for call in due)
+            for call in due:
+                extra = overtime(call)  # type: ignore[misc]
+                if extra is not None:
+                    with lock:
+                        queue_call(extra)
+            time.sleep(0.2)
+
     threads = [threading.Thread(target=serve, args=(i,), name=f"kb-isolated-{i}", daemon=True)
                for i in range(n_workers)]
     for thread in threads:
         thread.start()
+    watcher = None
+    if overtime is not None:
+        watcher = threading.Thread(target=watch, name="kb-isolated-overtime", daemon=True)
+        watcher.start()
     for thread in threads:
         thread.join()
+    if watcher is not None:
+        watcher.join()
     return results
 
 

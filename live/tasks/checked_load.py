@@ -16,6 +16,7 @@ as a plain script) and says how to build a ``Task`` from the metadata its check 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -189,9 +190,14 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
               "shape_cap_s": SHAPE_CAP_SHARE * timeout_s} if device == "cuda" else {}
     workers = getattr(options, "workers", None)
     first_wave = workers or default_workers(device, len(items) + len(unexplained))
+    # NOTE (D85): a first-wave check still running at the base limit would have failed there;
+    # its plain script starts then, beside it, so that a check killed at the longer limit
+    # does not add a plain-script run after it to the load's end
     calls = [Call(item.name, GOLD_CHECK, {"task_spec": task_spec, "task_name": item.task_name,
                                           "describe": describe, **budget},
-                  timeout_s * (FIRST_WAVE_LIMIT_SHARE if index < first_wave else 1.0))
+                  timeout_s * (FIRST_WAVE_LIMIT_SHARE if index < first_wave else 1.0),
+                  overtime_s=(timeout_s if index < first_wave and item.plain_script is not None
+                              else None))
              for index, item in enumerate(items)]
 
     plain_calls = {PLAIN_KEY + item.name: Call(PLAIN_KEY + item.name, item.plain_script.function,
@@ -202,6 +208,25 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
     fault_retries: dict[str, int] = {}
     again: dict[str, Call] = {}
     alone: dict[str, Call] = {}
+    early: dict[str, dict[str, Any] | None] = {}  # plain scripts started at an overtime
+    early_lock = threading.Lock()
+
+    def overtime(call: Call) -> Call | None:
+        plain = plain_calls.get(PLAIN_KEY + call.key)
+        with early_lock:
+            if plain is None or call.key in early:
+                return None
+            early[call.key] = None
+        bar.total += 1
+        return plain
+
+    def attach_early(name: str) -> None:
+        """A failed check's plain-script outcome, if its early run has ended."""
+        with early_lock:
+            result, record = early.get(name), records.get(name)
+            if (result is not None and record is not None and not record["passed"]
+                    and record.get("plain_script") is None):
+                keep(name, {**record, "plain_script": _plain_outcome(result)})
 
     def out_of_room(call: Call, result: dict[str, Any]) -> bool:
         """Out of memory beside other checks: not the operator's verdict yet."""
@@ -210,7 +235,12 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
     def done(call: Call, result: dict[str, Any], retried: bool = False) -> None:
         if call.key.startswith(PLAIN_KEY):
             name = call.key.removeprefix(PLAIN_KEY)
-            keep(name, {**records[name], "plain_script": _plain_outcome(result)})
+            if name in early:  # started beside its check: kept if the check fails
+                with early_lock:
+                    early[name] = result
+                attach_early(name)
+            else:
+                keep(name, {**records[name], "plain_script": _plain_outcome(result)})
             bar.update(1)
             return
         if result.get("status") == "retry":  # a fault dropped shapes: a fresh worker goes on
@@ -234,6 +264,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                         "host_wait_s": result.get("host_wait_s"),
                         "finished_at_s": time.perf_counter() - started},
              persist=retried or not out_of_room(call, result))
+        if not passed and call.key in early:
+            attach_early(call.key)
         bar.update(1)
 
     def plain_script_of_failure(call: Call, result: dict[str, Any],
@@ -256,6 +288,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                                          "verdicts": result.get("shape_verdicts") or {}},
                            tail=True, memory_limit_mb=RETRY_MEMORY_MB,
                            env={"KB_GPU_WORKERS": str(RETRY_WORKERS)})
+        if call.key in early:  # its plain script started at the check's overtime
+            return None
         bar.total += 1
         return plain_calls.get(PLAIN_KEY + call.key)
 
@@ -264,7 +298,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         first = [*calls, *(plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
         run_calls(first, device=device, workers=workers, on_result=done,
                   memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
-                  follow_up=plain_script_of_failure, tail_slots=TAIL_SLOTS, host_room=room)
+                  follow_up=plain_script_of_failure, tail_slots=TAIL_SLOTS, host_room=room,
+                  overtime=overtime)
         # a check that ran out of memory beside 15 others is retried with room for more
         # (RETRY_MEMORY_MB host memory, up to 0.7 of the GPU) in the pool's tail, and alone
         # here if it ran out beside the last checks too; a shape that runs out of memory

@@ -17,12 +17,14 @@ class FakePool:
     """Stands in for ``run_calls``: records each pool's calls and arguments, answers from
     ``outcomes[pass][key]`` (default ok), and runs follow-ups as the real pool does."""
 
-    def __init__(self, outcomes: list[dict[str, dict[str, Any]]]):
+    def __init__(self, outcomes: list[dict[str, dict[str, Any]]], overrun: bool = False):
         self.outcomes = outcomes
+        self.overrun = overrun
         self.pools: list[dict[str, Any]] = []
 
     def __call__(self, calls, *, device, workers=None, memory_limit_mb=None, on_result=None,
-                 env_extra=None, follow_up=None, **_: Any) -> dict[str, dict[str, Any]]:
+                 env_extra=None, follow_up=None, overtime=None,
+                 **_: Any) -> dict[str, dict[str, Any]]:
         answers = self.outcomes[len(self.pools)] if len(self.pools) < len(self.outcomes) else {}
         pool = {"keys": [], "workers": workers, "memory_limit_mb": memory_limit_mb,
                 "env": dict(env_extra or {})}
@@ -31,6 +33,12 @@ class FakePool:
         queue = list(calls)
         while queue:
             call = queue.pop(0)
+            if self.overrun and call.overtime_s is not None and overtime is not None:
+                extra = overtime(call)  # every call with an overtime runs past it
+                if extra is not None:
+                    queue.insert(0, extra)  # ... and its extra call ends first
+                    queue.insert(1, call)
+                    continue
             pool["keys"].append(("tail:" if call.tail else "") + call.key)
             pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
@@ -77,6 +85,25 @@ def test_the_first_wave_of_checks_gets_more_time(monkeypatch, tmp_path) -> None:
     assert longer > 100.0
     assert pool.pools[0]["limits"] == {"tuned": longer, "c": longer, "a": 100.0, "b": 100.0,
                                        cl.PLAIN_KEY + "a": 1.0}
+
+
+def test_a_first_wave_check_past_the_base_limit_starts_its_plain_script_beside_it(
+        monkeypatch, tmp_path) -> None:
+    """NOTE (D85): the plain script of a first-wave check starts at its overtime (the base
+    limit), not after it fails at the longer one; it is kept only if the check fails."""
+    pool = FakePool([{"tuned": {"status": "timeout", "error": "exceeded 140 s"},
+                      "b": {"status": "incorrect", "error": "differ"},
+                      cl.PLAIN_KEY + "tuned": {"status": "timeout", "error": "exceeded 1 s"}}],
+                    overrun=True)
+    loaded = _load(monkeypatch, tmp_path, pool, {"a": 1.0, "tuned": 12.0, "b": 1.0, "c": 3.0},
+                   LoadOptions(device="cpu", workers=2, timeout_s=100.0))
+    # both first-wave checks ran past 100 s: their plain scripts ran then, once each; b's
+    # (not first wave) after its check failed
+    assert pool.pools[0]["keys"] == [cl.PLAIN_KEY + "tuned", "tuned", cl.PLAIN_KEY + "c", "c",
+                                     "a", "b", cl.PLAIN_KEY + "b"]
+    assert loaded.tasks == ["a", "c"]  # c passed: its plain script's outcome is not used
+    plain = {s.op: s.plain_script for s in loaded.skipped}
+    assert plain == {"tuned": "fails: timeout: exceeded 1 s", "b": "passes"}
 
 
 def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:

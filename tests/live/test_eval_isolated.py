@@ -70,3 +70,27 @@ def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings
     assert results["t0"]["beside"] >= 1 and results["t1"]["beside"] == 0
     # tail calls run in workers of their own, with their own settings
     assert workers["t0_start"] == workers["t1_start"] == "1" and workers["quick"] == "3"
+
+
+def test_a_call_past_its_overtime_queues_another_beside_it(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    stamp = ("def stamp(name):\n"
+             f"    (pathlib.Path({str(marks)!r}) / name).write_text(str(time.time()))\n")
+    slow = _script(tmp_path / "slow.py", stamp + "time.sleep(6)\nstamp('slow_end')\n")
+    quick = _script(tmp_path / "quick.py", stamp + "stamp('quick')\n")
+    extra = _script(tmp_path / "extra.py", stamp + "stamp('extra')\n")
+    asked: list[str] = []
+
+    def overtime(call: Call) -> Call | None:
+        asked.append(call.key)
+        return Call("extra", PLAIN, {"operator_path": extra}, 60)
+
+    results = run_calls([Call("slow", PLAIN, {"operator_path": slow}, 60, overtime_s=2.0),
+                         Call("quick", PLAIN, {"operator_path": quick}, 60, overtime_s=30.0)],
+                        device="cpu", workers=2, overtime=overtime)
+    assert all(r["status"] == "ok" for r in results.values()), results
+    times = {p.name: float(p.read_text()) for p in marks.iterdir()}
+    # asked once, for the call that ran past its overtime; the extra call ran beside it, in
+    # the worker that had finished `quick` (it waited for an overtime instead of leaving)
+    assert asked == ["slow"] and times["extra"] < times["slow_end"]
