@@ -22,7 +22,7 @@ from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
-from live.evaluator.host_memory import HostRoom
+from live.evaluator.host_memory import HostRoom, total_bytes
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
@@ -40,8 +40,6 @@ def gpu_worker_host_limit_mb() -> int:
     the old fixed 32 GiB every evaluation of it (k0 included) was killed as ``memory limit
     exceeded`` on a 128 GiB H200 host. The limit stops a runaway worker; host-memory admission
     keeps the workers together inside the host."""
-    from live.evaluator.host_memory import total_bytes
-
     return int(min(65536, max(32768, total_bytes() / 2**20 / 2)))
 
 

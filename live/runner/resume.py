@@ -14,8 +14,9 @@ from kbsim.trace.reveals import Reveal, load_reveals
 from live.runner.config import RunConfig
 from live.runner.kernels import KernelInfo, features
 
-#: errors that say the machine stopped an evaluation, not that the kernel failed
-_MACHINE_FAILURES = ("(SIGKILL)", "memory limit exceeded", "worker died")
+#: errors that say the machine stopped an evaluation, not that the kernel failed (a worker the
+#: kernel crashed, SIGSEGV say, is the kernel's own failure; SIGKILL is the system's or ours)
+_MACHINE_FAILURES = ("(SIGKILL)", "memory limit exceeded")
 #: config fields that must not change between a run and its resumption
 _FIXED = ("tasks", "policy", "seed", "device", "profile")
 

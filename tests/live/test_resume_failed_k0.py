@@ -60,6 +60,7 @@ def _run(out: Path, evaluator: K0Evaluator, resume: bool = False) -> None:
 @pytest.mark.parametrize(("status", "error", "again"), [
     ("incorrect", "output 0: 3/64 elements differ", False),
     ("runtime_error", "illegal memory access", False),
+    ("runtime_error", "worker died: signal 11 (SIGSEGV)", False),
     ("timeout", "run exceeded 120 s; worker killed", True),
     ("runtime_error", "worker died: signal 9 (SIGKILL)", True),
     ("runtime_error", "memory limit exceeded: host memory 33024 MB > limit 32768 MB", True),
