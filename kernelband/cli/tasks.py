@@ -111,6 +111,18 @@ def _report_set_aside(loaded) -> None:  # noqa: ANN001
         click.echo(f"  {name}: {note.split(': ', 1)[-1]}", err=True)
 
 
+def _report_second_check(loaded) -> None:  # noqa: ANN001
+    """Operators that passed only on a second check in a fresh worker (D87), with the first
+    check's failure, one line each (to stderr)."""
+    firsts = (loaded.stats or {}).get("passed_on_second_check") or {}
+    if not firsts:
+        return
+    click.echo(f"\n{len(firsts)} passed on a second check in a fresh worker after a first one "
+               "failed (flaky gold code: expect the same of its candidates):", err=True)
+    for name, first in sorted(firsts.items()):
+        click.echo(f"  {name}: {' '.join(first.split())[:140]}", err=True)
+
+
 def _loaded_json(loaded, checks: list | None = None) -> str:  # noqa: ANN001
     record = {"stats": loaded.stats, "tasks": [t.name for t in loaded.tasks],
               "shape_verdicts": {t.name: {str(i): v.to_dict()
@@ -152,6 +164,7 @@ def list_tasks(task_spec: str, device: str, no_cache: bool, check_workers: int |
                    f"{_verdict_summary(t)}")
     _report_verdicts(loaded)
     _report_set_aside(loaded)
+    _report_second_check(loaded)
     _report_skipped(loaded)
 
 
@@ -208,6 +221,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                            f"{_verdict_summary(t)})")
             _report_verdicts(loaded)
             _report_set_aside(loaded)
+            _report_second_check(loaded)
             _report_skipped(loaded)
         sys.exit(0 if loaded.tasks and not loaded.skipped else 1)
     if not as_json:

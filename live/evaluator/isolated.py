@@ -47,6 +47,9 @@ class Call:
     #: once the call has run this long, `run_calls`'s ``overtime(call)`` may queue another
     #: call beside it (None: never)
     overtime_s: float | None = None
+    #: run in a newly started worker (the thread's previous one is shut down first): a check
+    #: again after a failure that may come from the worker's state (its allocator's layout)
+    fresh: bool = False
 
 
 def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str, Any]:
@@ -83,7 +86,7 @@ def run_calls(
     startup_timeout_s: float = 300.0,
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
     env_extra: dict[str, str] | None = None,
-    follow_up: Callable[[Call, dict[str, Any]], Call | None] | None = None,
+    follow_up: Callable[[Call, dict[str, Any]], Call | Sequence[Call] | None] | None = None,
     tail_slots: int = 1,
     host_room: HostRoom | None = None,
     overtime: Callable[[Call], Call | None] | None = None,
@@ -92,9 +95,9 @@ def run_calls(
 
     A worker that dies, hangs past the call's ``timeout_s`` or asks to be recycled is killed
     and replaced; its call's result says what happened (``crashed`` / ``timeout``).
-    ``follow_up(call, result)`` may return another call to run in the same pool (a failed
-    check's plain-script run), so it overlaps the calls still pending instead of waiting for
-    all of them; its result is reported like the others. A ``tail`` call (queued or a
+    ``follow_up(call, result)`` may return another call (or several) to run in the same
+    pool (a failed check's plain-script run), so it overlaps the calls still pending instead of
+    waiting for all of them; its result is reported like the others. A ``tail`` call (queued or a
     follow-up) starts once nothing else is queued, beside the calls still running at most and
     `tail_slots` tail calls in all. With `host_room`, no call starts while the host's available
     memory is under its reserve and another call is running (NOTE (D84)); a call that waited
@@ -180,7 +183,7 @@ def run_calls(
                 if call is wait:
                     time.sleep(host_room.poll_s if host_room is not None else 0.25)
                     continue
-                if call.tail and worker is not None:
+                if (call.tail or call.fresh) and worker is not None:
                     worker.shutdown()  # an idle worker holds device memory the tail wants
                     worker = None
                 if call.tail or worker is None or not worker.alive:
@@ -194,6 +197,7 @@ def run_calls(
                     running[slot] = (call, call_started)
                 result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
+                result["worker_pid"] = current.proc.pid  # which worker ran it
                 if call.key in host_waits:
                     result["host_wait_s"] = round(host_waits[call.key], 3)
                 with lock:
@@ -212,7 +216,8 @@ def run_calls(
                 then = follow_up(call, result) if follow_up is not None else None
                 if then is not None:
                     with lock:  # this thread is still serving, so it is picked up
-                        queue_call(then)
+                        for extra in [then] if isinstance(then, Call) else then:
+                            queue_call(extra)
         finally:
             if worker is not None:
                 worker.shutdown()

@@ -10,7 +10,9 @@ as a plain script) and says how to build a ``Task`` from the metadata its check 
    progress bar; a check that ran out of GPU memory beside the others is retried with more
    room once no other check is queued, and alone if it runs out beside the last ones too.
 3. Every item whose check failed is run once more the benchmark's own way (a plain script, in a
-   worker), so its skip reason says whether it also fails outside kernelband.
+   worker), so its skip reason says whether it also fails outside kernelband; one that failed
+   in a way a worker's state may explain (a fault, the gold code disagreeing with itself) is
+   checked once more beside it, in a fresh worker, and passes if that check does.
 4. Passing items become tasks; the others ``Skipped`` records with one reason each.
 """
 
@@ -75,6 +77,16 @@ FIRST_WAVE_LIMIT_SHARE = 1.4
 #: a check whose gold code faults on a shape (illegal memory access) runs again in a fresh
 #: worker without that shape and every larger one, at most this many times (D73)
 MAX_FAULT_RETRIES = 3
+#: NOTE (D87): a check that failed with one of these runs once more from the start, in a newly
+#: started worker, beside its plain script; the operator passes if that second check does. On
+#: an H200, 6 operators whose plain scripts pass failed in one of two cold loads and passed in
+#: the other (illegal memory accesses, the gold code disagreeing with itself: reads of memory
+#: they do not own, whose layout is the worker's history); a timeout (minutes) and a script
+#: that does not build are not checked again
+SECOND_CHECK_STATUSES = frozenset({"runtime_error", "incorrect", "nondeterministic",
+                                   "crashed", "error"})
+#: the key of a second check's call (its results and records use the item's name)
+SECOND_KEY = "second-check:"
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,8 @@ def checked_load(
         skipped.append(Skipped(item.name, record["reason"], record.get("plain_script")))
     with_verdicts = {name: record.get("shape_verdicts") for name, record in records.items()
                      if record["passed"] and record.get("shape_verdicts")}
+    flaky = {name: record["first_check"] for name, record in records.items()
+             if record["passed"] and record.get("first_check")}
     stats = {"device": device, "device_name": env["device_name"], "operators": len(items),
              "passed": len(tasks), "checked": len(todo), "cached": len(items) - len(todo),
              "seconds": time.perf_counter() - started,
@@ -165,7 +179,10 @@ def checked_load(
              # gold code agree
              "passed_with_results_set_aside": {
                  name: record["source_note"] for name, record in records.items()
-                 if record["passed"] and record.get("source_note")}}
+                 if record["passed"] and record.get("source_note")},
+             # NOTE (D87): operators that failed a first check and passed a second one in a
+             # fresh worker, with the first check's reason
+             "passed_on_second_check": flaky}
     if admission is not None:
         stats["host_memory"] = admission
     return Loaded(tasks, skipped, stats)
@@ -206,6 +223,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                    for item in by_name.values() if item.plain_script is not None}
 
     fault_retries: dict[str, int] = {}
+    originals = {call.key: call for call in calls}
+    second: dict[str, dict[str, Any]] = {}  # first-check records whose second check is due
     again: dict[str, Call] = {}
     alone: dict[str, Call] = {}
     early: dict[str, dict[str, Any] | None] = {}  # plain scripts started at an overtime
@@ -232,6 +251,18 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         """Out of memory beside other checks: not the operator's verdict yet."""
         return _oom(result) and (not call.tail or bool(result.get("beside")))
 
+    def check_record(name: str, result: dict[str, Any]) -> dict[str, Any]:
+        passed = result.get("status") == "ok"
+        return {"name": name, "passed": passed, "status": result.get("status"),
+                "reason": None if passed else _reason(result), "plain_script": None,
+                "meta": result.get("meta"), "check_s": result.get("check_s"),
+                "wall_s": result.get("wall_s"),
+                "shape_verdicts": result.get("shape_verdicts") or {},
+                "shape_peaks": result.get("shape_peaks") or {},
+                "source_note": result.get("source_note"),
+                "host_wait_s": result.get("host_wait_s"),
+                "finished_at_s": time.perf_counter() - started}
+
     def done(call: Call, result: dict[str, Any], retried: bool = False) -> None:
         if call.key.startswith(PLAIN_KEY):
             name = call.key.removeprefix(PLAIN_KEY)
@@ -239,6 +270,9 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 with early_lock:
                     early[name] = result
                 attach_early(name)
+            elif name in second:  # its second check is still running: kept with its result
+                second[name]["plain_script"] = _plain_outcome(result)
+                records[name] = {**records[name], "plain_script": _plain_outcome(result)}
             else:
                 keep(name, {**records[name], "plain_script": _plain_outcome(result)})
             bar.update(1)
@@ -253,31 +287,44 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 bar.update(1)
                 return
             result = {**result, "status": "runtime_error"}
-        passed = result.get("status") == "ok"
-        keep(call.key, {"name": call.key, "passed": passed, "status": result.get("status"),
-                        "reason": None if passed else _reason(result), "plain_script": None,
-                        "meta": result.get("meta"), "check_s": result.get("check_s"),
-                        "wall_s": result.get("wall_s"),
-                        "shape_verdicts": result.get("shape_verdicts") or {},
-                        "shape_peaks": result.get("shape_peaks") or {},
-                        "source_note": result.get("source_note"),
-                        "host_wait_s": result.get("host_wait_s"),
-                        "finished_at_s": time.perf_counter() - started},
-             persist=retried or not out_of_room(call, result))
-        if not passed and call.key in early:
+        if call.key.startswith(SECOND_KEY):
+            name = call.key.removeprefix(SECOND_KEY)
+            first = second.pop(name)
+            record = check_record(name, result)
+            if record["passed"]:
+                record["first_check"] = first["reason"]
+                record["plain_script"] = first.get("plain_script")
+            else:
+                again_why = " ".join(str(result.get("error") or "").split())[:200]
+                record = {**first, "reason": f"{first['reason']} [checked again in a fresh "
+                          f"worker: {result.get('status')}: {again_why}]"}
+            keep(name, record)
+            bar.update(1)
+            return
+        record = check_record(call.key, result)
+        due = (not retried and not record["passed"] and not call.tail
+               and call.key not in early and record["status"] in SECOND_CHECK_STATUSES
+               and not out_of_room(call, result))
+        if due:  # NOTE (D87): not a verdict yet: checked again in a fresh worker
+            second[call.key] = record
+        keep(call.key, record,
+             persist=not due and (retried or not out_of_room(call, result)))
+        if not record["passed"] and call.key in early:
             attach_early(call.key)
         bar.update(1)
 
     def plain_script_of_failure(call: Call, result: dict[str, Any],
-                                retried: bool = False) -> Call | None:
-        """A failed check's plain-script run, queued at once in the same pool; the check again
-        in a fresh worker, after a fault on a shape it has now dropped; or, for a check out of
-        memory beside the others, the check again with more room once nothing else is queued
-        (NOTE D83: beside the last checks still running, instead of after all of them; one
-        that runs out of memory even there is checked once more alone, after the pool)."""
+                                retried: bool = False) -> Call | list[Call] | None:
+        """A failed check's plain-script run, queued at once in the same pool (with, after a
+        failure that a worker's state may explain, the check again in a fresh worker: D87);
+        the check again in a fresh worker, after a fault on a shape it has now dropped; or,
+        for a check out of memory beside the others, the check again with more room once
+        nothing else is queued (NOTE D83: beside the last checks still running, instead of
+        after all of them; one that runs out of memory even there is checked once more
+        alone, after the pool)."""
         if call.key in again:
             return again.pop(call.key)
-        if call.key.startswith(PLAIN_KEY) or result.get("status") == "ok":
+        if (call.key.startswith((PLAIN_KEY, SECOND_KEY)) or result.get("status") == "ok"):
             return None
         if not retried and out_of_room(call, result):
             if call.tail:
@@ -290,8 +337,15 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                            env={"KB_GPU_WORKERS": str(RETRY_WORKERS)})
         if call.key in early:  # its plain script started at the check's overtime
             return None
-        bar.total += 1
-        return plain_calls.get(PLAIN_KEY + call.key)
+        queued = []
+        if call.key in second:
+            queued.append(replace(originals[call.key], key=SECOND_KEY + call.key,
+                                  timeout_s=timeout_s, overtime_s=None, fresh=True))
+        plain = plain_calls.get(PLAIN_KEY + call.key)
+        if plain is not None:
+            queued.append(plain)
+        bar.total += len(queued)
+        return queued or None
 
     with _progress(len(calls) + len(unexplained), getattr(options, "progress", False),
                    "gold checks (and plain scripts of failures)") as bar:

@@ -40,6 +40,8 @@ class FakePool:
                     queue.insert(1, call)
                     continue
             pool["keys"].append(("tail:" if call.tail else "") + call.key)
+            if call.fresh:
+                pool.setdefault("fresh", []).append(call.key)
             pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
                 pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
@@ -49,7 +51,7 @@ class FakePool:
             on_result(call, result)
             then = follow_up(call, result) if follow_up is not None else None
             if then is not None:
-                queue.append(then)
+                queue.extend([then] if isinstance(then, Call) else then)
         return results
 
 
@@ -93,14 +95,16 @@ def test_a_first_wave_check_past_the_base_limit_starts_its_plain_script_beside_i
     limit), not after it fails at the longer one; it is kept only if the check fails."""
     pool = FakePool([{"tuned": {"status": "timeout", "error": "exceeded 140 s"},
                       "b": {"status": "incorrect", "error": "differ"},
+                      cl.SECOND_KEY + "b": {"status": "incorrect", "error": "differ"},
                       cl.PLAIN_KEY + "tuned": {"status": "timeout", "error": "exceeded 1 s"}}],
                     overrun=True)
     loaded = _load(monkeypatch, tmp_path, pool, {"a": 1.0, "tuned": 12.0, "b": 1.0, "c": 3.0},
                    LoadOptions(device="cpu", workers=2, timeout_s=100.0))
     # both first-wave checks ran past 100 s: their plain scripts ran then, once each; b's
-    # (not first wave) after its check failed
+    # (not first wave) after its check failed, beside its second check (D87); the timeout
+    # is not checked again
     assert pool.pools[0]["keys"] == [cl.PLAIN_KEY + "tuned", "tuned", cl.PLAIN_KEY + "c", "c",
-                                     "a", "b", cl.PLAIN_KEY + "b"]
+                                     "a", "b", cl.SECOND_KEY + "b", cl.PLAIN_KEY + "b"]
     assert loaded.tasks == ["a", "c"]  # c passed: its plain script's outcome is not used
     plain = {s.op: s.plain_script for s in loaded.skipped}
     assert plain == {"tuned": "fails: timeout: exceeded 1 s", "b": "passes"}
@@ -110,6 +114,7 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory"}
     host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit"}
     pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"},
+                      cl.SECOND_KEY + "bad": {"status": "incorrect", "error": "no"},
                       "crowded": oom, "tail:host": {**oom, "beside": 0},
                       "tail:crowded": {**oom, "beside": 2}},
                      {"crowded": oom}])
@@ -120,7 +125,8 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     # memory failure again as a tail call (after everything queued), with more room
     assert first["keys"][:5] == ["ok", "big", "host", "bad", "crowded"]
     assert sorted(first["keys"][5:]) == sorted([
-        "tail:big", "tail:host", "tail:crowded", cl.PLAIN_KEY + "bad", cl.PLAIN_KEY + "host"])
+        "tail:big", "tail:host", "tail:crowded", cl.PLAIN_KEY + "bad", cl.SECOND_KEY + "bad",
+        cl.PLAIN_KEY + "host"])
     assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, {"KB_GPU_WORKERS": str(cl.RETRY_WORKERS)})
     assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < cl.RETRY_MEMORY_MB
     # out of memory in the tail with the machine to itself: the operator's verdict, explained
@@ -137,13 +143,67 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     assert reasons["host"].plain_script == "passes" and reasons["bad"].plain_script == "passes"
 
 
-@pytest.mark.parametrize(("code", "expected"), [
-    ("@triton.jit\ndef k(x): pass\n", 1.0),
-    ("@triton.autotune(configs=[triton.Config({'B': 1}), triton.Config({'B': 2})], key=[])\n",
-     4.0),
-])
-def test_autotuned_operators_look_costlier(code: str, expected: float) -> None:
-    assert check_cost_hint(code) == expected
+def test_a_failure_a_worker_may_explain_is_checked_again_in_a_fresh_worker(
+        monkeypatch, tmp_path) -> None:
+    """NOTE (D87): a fault or a gold code that disagrees with itself is checked once more,
+    from the start, in a fresh worker, beside its plain script; the operator passes if that
+    check does, and the load says so. A timeout and a script that does not build are not."""
+    fault = {"status": "runtime_error", "error": "source check: illegal memory access"}
+    pool = FakePool([{"flaky": fault, "twice": {"status": "nondeterministic", "error": "differ"},
+                      cl.SECOND_KEY + "twice": {"status": "incorrect", "error": "again"},
+                      "slow": {"status": "timeout", "error": "exceeded 100 s"},
+                      "broken": {"status": "build_error", "error": "NameError"}}])
+    loaded = _load(monkeypatch, tmp_path, pool, {"flaky": 9.0, "twice": 1.0, "slow": 1.0,
+                                                 "broken": 1.0},
+                   LoadOptions(device="cpu", workers=1, timeout_s=100.0))
+    keys = pool.pools[0]["keys"]
+    assert sorted(pool.pools[0]["fresh"]) == [cl.SECOND_KEY + "flaky", cl.SECOND_KEY + "twice"]
+    assert cl.SECOND_KEY + "slow" not in keys and cl.SECOND_KEY + "broken" not in keys
+    # the second check has the base limit (not the first wave's) and starts from scratch
+    assert pool.pools[0]["limits"]["flaky"] == 100.0 * cl.FIRST_WAVE_LIMIT_SHARE
+    assert pool.pools[0]["limits"][cl.SECOND_KEY + "flaky"] == 100.0
+    assert loaded.tasks == ["flaky"]
+    assert loaded.stats["passed_on_second_check"] == {
+        "flaky": "gold-vs-gold check failed (runtime_error): source check: illegal memory access"}
+    twice = {s.op: s for s in loaded.skipped}["twice"]
+    assert twice.reason.startswith("gold-vs-gold check failed: differ [checked again in a "
+                                   "fresh worker: incorrect: again]")
+    assert twice.plain_script == "passes"
+    # what the cache keeps is the verdict after both checks: a second load checks nothing
+    again = FakePool([])
+    cached = _load(monkeypatch, tmp_path, again, {"flaky": 9.0, "twice": 1.0, "slow": 1.0,
+                                                  "broken": 1.0})
+    assert cached.tasks == ["flaky"] and cached.stats["checked"] == 0
+    assert {s.op: s.reason for s in cached.skipped} == {s.op: s.reason for s in loaded.skipped}
+
+
+def test_a_load_stopped_before_the_second_check_caches_no_verdict(monkeypatch,
+                                                                  tmp_path) -> None:
+    """A first failure whose second check never ran is not a verdict: the next load checks
+    the operator again."""
+    fault = {"status": "crashed", "error": "worker died: signal 11 (SIGSEGV)"}
+
+    class Stopped(FakePool):
+        def __call__(self, calls, **kwargs: Any):  # noqa: ANN204 - a fake pool
+            follow_up = kwargs.pop("follow_up")
+            return super().__call__(calls, follow_up=lambda call, result: [
+                c for c in (follow_up(call, result) or ())
+                if not c.key.startswith(cl.SECOND_KEY)], **kwargs)
+
+    _load(monkeypatch, tmp_path, Stopped([{"flaky": fault}]), {"flaky": 1.0, "ok": 1.0})
+    again = FakePool([])
+    loaded = _load(monkeypatch, tmp_path, again, {"flaky": 1.0, "ok": 1.0})
+    assert again.pools[0]["keys"] == ["flaky"] and loaded.tasks == ["flaky", "ok"]
+
+
+def test_longer_and_autotuned_operators_look_costlier() -> None:
+    """NOTE (D88): source length (kernels to compile) plus autotuned configurations."""
+    plain = "@triton.jit\ndef k(x): pass\n"
+    tuned = ("@triton.autotune(configs=[triton.Config({'B': 1}), triton.Config({'B': 2})], "
+             "key=[])\n" + plain)
+    assert check_cost_hint(plain) == pytest.approx(len(plain) / 1000)
+    assert check_cost_hint(tuned) == pytest.approx(len(tuned) / 1000 + 1.5)
+    assert check_cost_hint(plain * 100) > check_cost_hint(tuned) > check_cost_hint(plain)
 
 
 def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, monkeypatch) -> None:

@@ -32,6 +32,28 @@ def test_a_crash_is_confined_follow_ups_run_and_foreign_functions_are_refused() 
     assert all(result["wall_s"] > 0 for result in results.values())
 
 
+def test_a_fresh_call_gets_a_newly_started_worker_and_follow_ups_may_be_several() -> None:
+    """A worker that passed a check is kept for the next call, unless that call asks for a
+    fresh one (a second check after a failure its worker's state may explain, D87)."""
+    gold = "live.evaluator.gold.gold_check_in_worker"
+    spec = f"tritonbench:{OPERATORS.parent}"
+
+    def check(key: str, op: str, fresh: bool = False) -> Call:
+        return Call(key, gold, {"task_spec": spec, "task_name": f"tritonbench/{op}"}, 120,
+                    fresh=fresh)
+
+    def follow_up(call: Call, result: dict) -> list[Call] | None:
+        if call.key == "first":
+            return [check("kept", "row_sum"), check("fresh", "add", fresh=True)]
+        return None
+
+    results = run_calls([check("first", "add")], device="cpu", workers=1,
+                        follow_up=follow_up)
+    assert [results[k]["status"] for k in ("first", "kept", "fresh")] == ["ok"] * 3, results
+    assert results["first"]["worker_pid"] == results["kept"]["worker_pid"]
+    assert results["fresh"]["worker_pid"] != results["kept"]["worker_pid"]
+
+
 def _script(path: Path, body: str) -> str:
     path.write_text("import os, pathlib, time\n" + body)
     return str(path)
