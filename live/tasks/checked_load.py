@@ -295,9 +295,11 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 record["first_check"] = first["reason"]
                 record["plain_script"] = first.get("plain_script")
             else:
-                again_why = " ".join(str(result.get("error") or "").split())[:200]
+                again_why = " ".join(str(result.get("error") or "").split())
+                if not again_why.startswith(f"{result.get('status')}:"):
+                    again_why = f"{result.get('status')}: {again_why}"
                 record = {**first, "reason": f"{first['reason']} [checked again in a fresh "
-                          f"worker: {result.get('status')}: {again_why}]"}
+                          f"worker: {again_why[:200]}]"}
             keep(name, record)
             bar.update(1)
             return

@@ -22,6 +22,8 @@ __all__ = ["BUILTIN_TASKS", "TRITONBENCH_PREFIX", "builtin_task", "canonical_spe
 TRITONBENCH_PREFIX = "tritonbench:"
 
 _log = logging.getLogger(__name__)
+#: (spec, operator, reason) already logged: a live run resolves its spec more than once
+_warned: set[tuple[str, str, str]] = set()
 
 
 def load_tasks(spec: str, options: LoadOptions | None = None) -> Loaded:
@@ -36,11 +38,13 @@ def resolve_tasks(spec: str, options: LoadOptions | None = None) -> list[Task]:
     ``builtin`` gives all built-in tasks; ``softmax,layernorm`` the named ones;
     ``tritonbench:PATH`` every TritonBench-G operator under PATH that passes its gold-vs-gold
     check on this machine; ``module:PKG.MOD`` the module's ``TASKS``. Each skipped task is
-    logged as a warning (``load_tasks`` gives them as data).
+    logged as a warning, once per process (``load_tasks`` gives them as data).
     """
     loaded = load_tasks(spec, options)
     for op, reason in loaded.skipped_pairs:
-        _log.warning("skipped TritonBench operator %s: %s", op, reason)
+        if (spec, op, reason) not in _warned:
+            _warned.add((spec, op, reason))
+            _log.warning("skipped TritonBench operator %s: %s", op, reason)
     return loaded.tasks
 
 
