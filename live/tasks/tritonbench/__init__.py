@@ -83,9 +83,9 @@ def check_cost_hint(operator_code: str) -> float:
     NOTE (D88): its source's length in thousands of characters (more and longer kernels to
     compile, more test cases), plus, for an autotuned kernel (benchmarked on every
     configuration for every performance input), 1 and a quarter per written-out configuration.
-    On two H200 cold loads' measured check times, a 16-worker pool that takes checks in this
-    order ends in 283 and 299 s, against 302 and 350 s by configurations alone and 267 and
-    281 s by the measured times themselves (`benchmarks/tritonbench_check_order.py`)."""
+    On four H200 cold loads' measured check times, a 16-worker pool that takes checks in this
+    order ends in 283-312 s, against 302-353 s by configurations alone and 267-296 s by the
+    measured times themselves (`benchmarks/tritonbench_check_order.py`, a model)."""
     hint = len(operator_code) / 1000
     if "autotune" in operator_code:
         hint += 1.0 + 0.25 * operator_code.count("Config(")
