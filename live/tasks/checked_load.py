@@ -225,6 +225,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
     fault_retries: dict[str, int] = {}
     originals = {call.key: call for call in calls}
     second: dict[str, dict[str, Any]] = {}  # first-check records whose second check is due
+    second_lock = threading.Lock()  # `second` and its records, between worker threads
     again: dict[str, Call] = {}
     alone: dict[str, Call] = {}
     early: dict[str, dict[str, Any] | None] = {}  # plain scripts started at an overtime
@@ -270,11 +271,14 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 with early_lock:
                     early[name] = result
                 attach_early(name)
-            elif name in second:  # its second check is still running: kept with its result
-                second[name]["plain_script"] = _plain_outcome(result)
-                records[name] = {**records[name], "plain_script": _plain_outcome(result)}
             else:
-                keep(name, {**records[name], "plain_script": _plain_outcome(result)})
+                with second_lock:  # its second check may be ending in another thread
+                    if name in second:  # still running: kept with its result
+                        second[name]["plain_script"] = _plain_outcome(result)
+                        records[name] = {**records[name],
+                                         "plain_script": _plain_outcome(result)}
+                    else:
+                        keep(name, {**records[name], "plain_script": _plain_outcome(result)})
             bar.update(1)
             return
         if result.get("status") == "retry":  # a fault dropped shapes: a fresh worker goes on
@@ -289,28 +293,30 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
             result = {**result, "status": "runtime_error"}
         if call.key.startswith(SECOND_KEY):
             name = call.key.removeprefix(SECOND_KEY)
-            first = second.pop(name)
             record = check_record(name, result)
-            if record["passed"]:
-                record["first_check"] = first["reason"]
-                record["plain_script"] = first.get("plain_script")
-            else:
-                again_why = " ".join(str(result.get("error") or "").split())
-                if not again_why.startswith(f"{result.get('status')}:"):
-                    again_why = f"{result.get('status')}: {again_why}"
-                record = {**first, "reason": f"{first['reason']} [checked again in a fresh "
-                          f"worker: {again_why[:200]}]"}
-            keep(name, record)
+            with second_lock:
+                first = second.pop(name)
+                if record["passed"]:
+                    record["first_check"] = first["reason"]
+                    record["plain_script"] = first.get("plain_script")
+                else:
+                    again_why = " ".join(str(result.get("error") or "").split())
+                    if not again_why.startswith(f"{result.get('status')}:"):
+                        again_why = f"{result.get('status')}: {again_why}"
+                    record = {**first, "reason": f"{first['reason']} [checked again in a "
+                              f"fresh worker: {again_why[:200]}]"}
+                keep(name, record)
             bar.update(1)
             return
         record = check_record(call.key, result)
         due = (not retried and not record["passed"] and not call.tail
                and call.key not in early and record["status"] in SECOND_CHECK_STATUSES
                and not out_of_room(call, result))
-        if due:  # NOTE (D87): not a verdict yet: checked again in a fresh worker
-            second[call.key] = record
-        keep(call.key, record,
-             persist=not due and (retried or not out_of_room(call, result)))
+        with second_lock:
+            if due:  # NOTE (D87): not a verdict yet: checked again in a fresh worker
+                second[call.key] = record
+            keep(call.key, record,
+                 persist=not due and (retried or not out_of_room(call, result)))
         if not record["passed"] and call.key in early:
             attach_early(call.key)
         bar.update(1)
@@ -326,7 +332,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
         alone, after the pool)."""
         if call.key in again:
             return again.pop(call.key)
-        if (call.key.startswith((PLAIN_KEY, SECOND_KEY)) or result.get("status") == "ok"):
+        if call.key.startswith((PLAIN_KEY, SECOND_KEY)) or result.get("status") == "ok":
             return None
         if not retried and out_of_room(call, result):
             if call.tail:
