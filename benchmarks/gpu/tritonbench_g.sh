@@ -23,10 +23,12 @@ phase=${PHASE:-load}
 start=$(date +%s)
 state=$PWD/.gpu-run
 mkdir -p "$state"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache
+# Triton's compile cache lives beside kernelband's, so that a cold load is cold for both
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache \
+  TRITON_CACHE_DIR=$state/triton-cache
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-  git log --oneline -1 2>/dev/null || true
+  echo "commit ${KB_COMMIT:-$(git log --oneline -1 2>/dev/null)}"
 } >> "$OUT/run.txt" 2>&1
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 # the host's available memory every 2 s (epoch seconds, MiB): what D84's admission works with
@@ -35,7 +37,8 @@ ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 sampler=$!
 trap 'kill $sampler 2>/dev/null' EXIT
 if [ "$phase" = load ]; then
-  rm -rf "$state/kb-cache"  # the cold load; a live trace there is resumed (FRESH=1: not)
+  # the cold load (both caches empty); a live trace there is resumed (FRESH=1: not)
+  rm -rf "$state/kb-cache" "$state/triton-cache"
   [ "${FRESH:-0}" = 1 ] && rm -rf "$state/tb-live"
   t=$(date +%s%N)
   timeout "${CHECK_WALL:-400}" python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" \
@@ -48,7 +51,8 @@ if [ "$phase" = load ]; then
       t=$(date +%s%N)
       timeout 60 python3 -m kernelband.cli tasks check --tasks "tritonbench:$data" --device cuda \
         --json > "$OUT/check_warm.json" 2>> "$OUT/check_cold.err"
-      echo "cached load $i (tasks check, again): $(ms "$t") ms, rc $?" >> "$OUT/run.txt"
+      rc=$?
+      echo "cached load $i (tasks check, again): $(ms "$t") ms, rc $rc" >> "$OUT/run.txt"
     done
   fi
 fi
@@ -61,7 +65,8 @@ if [ "$left" -gt 120 ]; then
     --tasks "tritonbench:$data" --proposer mutate --policy explore --steps 4 --device cuda \
     --in-flight "${IN_FLIGHT:-16}" --eval-workers "${EVAL_WORKERS:-12}" --quiet \
     --max-wall $(( left - 30 - ${DRAIN_S:-80} )) --out "$state/tb-live" "${resume[@]}" >> "$OUT/live.log" 2>&1
-  echo "live run ${resume[*]}: rc $?, $(ms "$t") ms (max-wall $(( left - 30 - ${DRAIN_S:-80} )) s)" >> "$OUT/run.txt"
+  rc=$?
+  echo "live run ${resume[*]}: rc $rc, $(ms "$t") ms (max-wall $(( left - 30 - ${DRAIN_S:-80} )) s)" >> "$OUT/run.txt"
   python3 -m kernelband.cli traces validate "$state/tb-live" >> "$OUT/live.log" 2>&1
   echo "traces validate: rc $?" >> "$OUT/run.txt"
   tar -czf "$OUT/tb-live.tar.gz" -C "$state" tb-live

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -70,8 +71,63 @@ def install_quick_autotune() -> bool:
         return original(fn, **kwargs)
 
     quick_do_bench._kb_quick = True  # type: ignore[attr-defined]
+    quick_do_bench._kb_original = original  # type: ignore[attr-defined]
     triton.testing.do_bench = quick_do_bench
     return True
+
+
+def install_first_config_autotune() -> bool:
+    """NOTE (D89): in a load-time check worker (``KB_FIRST_CONFIG=1``) Triton's autotuner runs
+    the first of its (pruned) configurations that compiles and runs, instead of compiling and
+    benchmarking every one: a gold check needs a configuration that runs, the same one for the
+    gold code and k0, not the fastest. The others are reported to the autotuner as not running
+    (infinite time), so it picks the first; nothing is read from or written to Triton's on-disk
+    autotuning cache (a choice made this way is no tuning result). The live evaluator still
+    tunes in full. True once installed."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    if getattr(Autotuner.run, "_kb_first", False):
+        return True
+    original_run, original_bench = Autotuner.run, Autotuner._bench
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.cache_results = False
+        self._kb_ran = None  # a new key may benchmark: no configuration has run for it yet
+        return original_run(self, *args, **kwargs)
+
+    def bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+        ran = getattr(self, "_kb_ran", None)
+        if ran is not None:  # one configuration ran for this key: the rest are not tried
+            return [float("inf")] * len(ran) if isinstance(ran, list | tuple) else float("inf")
+        timing = original_bench(self, *args, config=config, **meta)
+        values = timing if isinstance(timing, list | tuple) else [timing]
+        if all(math.isfinite(float(v)) for v in values):
+            self._kb_ran = timing
+        return timing
+
+    run._kb_first = True  # type: ignore[attr-defined]
+    run._kb_original = original_run, original_bench  # type: ignore[attr-defined]
+    Autotuner.run, Autotuner._bench = run, bench
+    return True
+
+
+def restore_autotuning() -> None:
+    """Undo `install_quick_autotune` and `install_first_config_autotune` in this process: a
+    plain-script run (``live.tasks.tritonbench.script``) in a worker that checked an operator
+    before must tune as the benchmark's own script does."""
+    try:
+        import triton.testing
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    original = getattr(triton.testing.do_bench, "_kb_original", None)
+    if original is not None:
+        triton.testing.do_bench = original
+    originals = getattr(Autotuner.run, "_kb_original", None)
+    if originals is not None:
+        Autotuner.run, Autotuner._bench = originals
 
 
 #: rounds of a gold check in one worker: each round may add shapes where the gold code
@@ -114,6 +170,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     started = time.perf_counter()
     if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
         install_quick_autotune()
+    if os.environ.get("KB_FIRST_CONFIG") == "1":
+        install_first_config_autotune()
     # nothing is timed in a check worker and its next check is another task's: inputs are
     # made, used and dropped, never kept beside the check's own copies
     runner._inputs.max_bytes = 0
@@ -122,6 +180,7 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     except Exception as exc:  # noqa: BLE001 - a script that fails to build is a result
         return {"status": "build_error", "recycle": True,
                 "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000]}
+    build_s = time.perf_counter() - started
     meta = None
     if describe is not None:
         from live.evaluator.isolated import CALLABLE_PREFIX
@@ -132,11 +191,12 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
         meta = getattr(__import__(module_name, fromlist=[function]), function)(task)
     known = {int(k): dict(v) for k, v in (verdicts or {}).items()}
     try:
-        return _judge(runner, workdir, task, task_spec, task_name, meta, known,
-                      drop_out_of_memory,
-                      None if shape_budget_s is None else
-                      (started, float(shape_budget_s), float(shape_floor_s),
-                       None if shape_cap_s is None else float(shape_cap_s)))
+        return {**_judge(runner, workdir, task, task_spec, task_name, meta, known,
+                         drop_out_of_memory,
+                         None if shape_budget_s is None else
+                         (started, float(shape_budget_s), float(shape_floor_s),
+                          None if shape_cap_s is None else float(shape_cap_s))),
+                "build_s": build_s}
     finally:  # this worker's next check is another task's: its inputs are of no more use
         with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
             runner.release_inputs()
@@ -164,6 +224,14 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
            budget: tuple[float, float, float, float | None] | None = None
            ) -> dict[str, Any]:
     peaks: dict[int, int] = {}
+    spent = {"rounds": 0, "compile_s": 0.0, "check_s": 0.0}  # every round's, added up
+
+    def evaluate(request: dict[str, Any]) -> dict[str, Any]:
+        response = runner.evaluate(request, workdir, on_compiled=lambda: None)
+        spent["rounds"] += 1
+        for phase in ("compile_s", "check_s"):
+            spent[phase] += float(response.get(phase) or 0.0)
+        return response
 
     def request() -> dict[str, Any]:
         limit: dict[str, float] = {}
@@ -182,8 +250,7 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
 
     def result(response: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"status": response["status"], "error": response.get("error"),
-                "recycle": bool(response.get("recycle")), "meta": meta,
-                "check_s": response.get("check_s"), "compile_s": response.get("compile_s"),
+                "recycle": bool(response.get("recycle")), "meta": meta, **spent,
                 "shape_verdicts": {str(k): v for k, v in sorted(verdicts.items())},
                 "shape_peaks": {str(k): v for k, v in sorted(peaks.items())},
                 "source_note": response.get("source_note"), **extra}
@@ -198,7 +265,7 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
             return result({"status": "incorrect", "recycle": False, "error": (
                 f"no performance input left to {'time' if dropped else 'check'}: perf shape "
                 f"{first} {verdicts[first]['kind']}: {verdicts[first]['reason']}")})
-        response = runner.evaluate(request(), workdir, on_compiled=lambda: None)
+        response = evaluate(request())
         peaks.update({int(k): int(v) for k, v in (response.get("shape_peaks") or {}).items()})
         for index in response.get("not_reached") or ():
             verdicts[int(index)] = {"kind": "dropped", "reason": (
@@ -217,7 +284,7 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
         if not failures:  # not a perf shape: the test code, or a failure that ends the check
             if response["status"] != "incorrect" or failed is not None:
                 return result(response)
-            return _second_opinion(runner, workdir, request(), response, result)
+            return _second_opinion(evaluate, request(), response, result)
         for index, failure in sorted(failures.items()):
             if failure["status"] == "incorrect":
                 verdicts[index] = {"kind": "unchecked", "reason": (
@@ -234,13 +301,13 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
         f"{MAX_ROUNDS} checks: {response.get('error')}"))
 
 
-def _second_opinion(runner: Any, workdir: Path, request: dict[str, Any],
-                    first: dict[str, Any], result: Callable[..., dict[str, Any]]
-                    ) -> dict[str, Any]:
+def _second_opinion(evaluate: Callable[[dict[str, Any]], dict[str, Any]],
+                    request: dict[str, Any], first: dict[str, Any],
+                    result: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """k0 judged incorrect by the operator's own test code: gold against gold under the same
     seeds can only differ when the operator is nondeterministic; a second check says whether
     that happens every time."""
-    second = runner.evaluate(request, workdir, on_compiled=lambda: None)
+    second = evaluate(request)
     times = "in both of two checks" if second["status"] == "incorrect" else \
         "in one of two checks"
     return result({**first, "recycle": bool(second.get("recycle"))}, status=NONDETERMINISTIC,

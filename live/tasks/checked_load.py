@@ -32,15 +32,18 @@ from live.tasks.skips import Loaded, Skipped
 GOLD_CHECK = "live.evaluator.gold.gold_check_in_worker"
 #: results of plain-script runs are keyed by this prefix and the item's name
 PLAIN_KEY = "plain-script:"
-#: NOTE (D66): Triton's on-disk autotuning cache: the gold code and k0 (the same kernels,
-#: imported as two modules, in several workers) then tune once and run the same configuration,
-#: so gold vs gold compares like with like instead of two block sizes' rounding
+#: NOTE (D89, which replaces D66 here): each autotuned kernel runs the first of its
+#: configurations that compiles and runs (``KB_FIRST_CONFIG``), so the gold code and k0 run the
+#: same configuration, compare like with like, and compile one configuration per input instead
+#: of every one (D66 had them share Triton's on-disk autotuning cache, which still compiled
+#: them all: on an H200, `int8_dequant_matmul`'s 418 configurations and
+#: `triton_linear_activation`'s 58 for each of 5 test variants ran past the time limit)
 #: Each check worker may take up to 0.45 of the GPU's memory (KB_GPU_WORKERS=2 for the
 #: allocator cap, with CHECK_MEMORY_MB), not 1/16 as 16 evaluator workers would: on an H200, 60
 #: of 181 operators ran out of memory under 1/16 each with 80-120 GiB of the card free, and 10 of
 #: 135 under 0.225 (docs/benchmarks.md). Checks rarely peak together; a real out-of-memory is
 #: retried alone. KB_QUICK_AUTOTUNE: short autotuning benchmarks in check workers (D71).
-CHECK_ENV = {"TRITON_CACHE_AUTOTUNING": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
+CHECK_ENV = {"KB_FIRST_CONFIG": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
 #: host memory per check worker (MB); with KB_GPU_WORKERS=2 it also lets each take up to 0.45 of
 #: the GPU (the worker caps its allocator at the smaller of this and 0.9 / KB_GPU_WORKERS): under
 #: 32 GB (0.225 of an H200) 10 of 135 operators ran out of memory with 40-96 GiB of the card free
@@ -258,6 +261,10 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 "reason": None if passed else _reason(result), "plain_script": None,
                 "meta": result.get("meta"), "check_s": result.get("check_s"),
                 "wall_s": result.get("wall_s"),
+                # where a check's time went: making the task (importing the operator and its
+                # performance script), compiling (the first input's call), checking
+                "build_s": result.get("build_s"), "compile_s": result.get("compile_s"),
+                "rounds": result.get("rounds"),
                 "shape_verdicts": result.get("shape_verdicts") or {},
                 "shape_peaks": result.get("shape_peaks") or {},
                 "source_note": result.get("source_note"),

@@ -134,7 +134,7 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     assert alone["keys"][0] == "crowded" and alone["workers"] == cl.RETRY_WORKERS
     assert alone["memory_limit_mb"] == cl.RETRY_MEMORY_MB
     assert alone["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
-    assert alone["env"]["TRITON_CACHE_AUTOTUNING"] == "1"
+    assert alone["env"]["KB_FIRST_CONFIG"] == "1"
     assert alone["keys"][1:] == [cl.PLAIN_KEY + "crowded"]
     assert sorted(loaded.tasks) == ["big", "ok"]
     reasons = {s.op: s for s in loaded.skipped}
@@ -246,6 +246,64 @@ def test_check_workers_autotune_quickly(monkeypatch) -> None:
                       "rep": QUICK_AUTOTUNE_MS},
                      {"grad_to_none": None, "quantiles": (0.5,), "warmup": QUICK_AUTOTUNE_MS,
                       "rep": QUICK_AUTOTUNE_MS}]
+
+
+def test_check_workers_run_the_first_configuration_that_runs(monkeypatch) -> None:
+    """D89: an autotuned kernel in a check worker runs the first of its configurations that
+    compiles and runs; the others are never compiled, and nothing goes to Triton's on-disk
+    autotuning cache (asked for here: on the CPU, reaching that cache needs a GPU driver)."""
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.errors import OutOfResources
+
+    from live.evaluator.gold import install_first_config_autotune
+
+    for name in ("run", "_bench"):  # the patch is process-wide: undone after this test
+        monkeypatch.setattr(Autotuner, name, getattr(Autotuner, name))
+    ran: list[int] = []
+
+    def hook(block: int) -> Any:
+        def pre_hook(nargs: dict[str, Any]) -> None:
+            ran.append(block)
+            if block == 16:  # as a configuration past the GPU's shared memory fails
+                raise OutOfResources(1 << 20, 1 << 16, "shared memory")
+        return pre_hook
+
+    def bench(fn: Any, quantiles: Any) -> list[float]:  # the interpreter has no benchmarker
+        fn()
+        return [1.0, 1.0, 1.0]
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}, pre_hook=hook(b))
+                              for b in (16, 32, 64)],
+                     key=["n"], do_bench=bench, cache_results=True)
+    @triton.jit
+    def double(x, y, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y + i, tl.load(x + i, mask=i < n) * 2, mask=i < n)
+
+    assert install_first_config_autotune() and install_first_config_autotune()  # idempotent
+    for n in (100, 300):  # a new key: the configurations are tried again, from the first
+        x = torch.arange(n, dtype=torch.float32)
+        y = torch.empty(n)
+        double[lambda meta, n=n: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+        assert torch.equal(y, 2 * x)
+        assert double.best_config.kwargs == {"BLOCK": 32}
+    # per key: 16 fails, 32 runs (its benchmark, then the call itself); 64 never runs
+    assert ran == [16, 32, 32, 16, 32, 32]
+    # a plain-script run in the same worker tunes as the benchmark's own script does
+    from live.evaluator.gold import restore_autotuning
+
+    restore_autotuning()
+    assert not getattr(Autotuner.run, "_kb_first", False)
+    ran.clear()
+    double.cache.clear()
+    x = torch.arange(50, dtype=torch.float32)
+    y = torch.empty(50)
+    double.cache_results = False  # on the CPU: no driver for the on-disk cache
+    double[lambda meta: (triton.cdiv(50, meta["BLOCK"]),)](x, y, 50)
+    assert ran == [16, 32, 64, 32]
 
 
 def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypatch,
