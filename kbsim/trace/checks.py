@@ -160,27 +160,39 @@ def duplicate_step_problems(steps: pa.Table) -> list[str]:
     ]
 
 
-def apply_profile_upgrades(kernels: pa.Table) -> pa.Table:
-    """Drop the unprofiled row of every kernel that was recorded again with its profile.
+def apply_kernel_upgrades(kernels: pa.Table) -> pa.Table:
+    """Drop every row of a kernel that a later row of the same kernel supersedes.
 
-    A live run writes a kernel's row when the kernel is evaluated and, when the policy later
-    asks for that kernel's hardware signature (a cluster representative), appends the same row
-    again with the profile (`TraceWriter.update_kernel_profile`); the profiled row supersedes.
+    A kernel is recorded again in two cases, and the row that says more wins: a live run
+    appends a kernel's row with its profile when the policy later asks for its hardware
+    signature (`TraceWriter.update_kernel_profile`): the profiled row supersedes; and a kernel
+    whose evaluation the machine stopped (a worker killed by the system) is recorded as
+    incorrect, then evaluated again by a resumed run (NOTE D90): a correct row supersedes an
+    incorrect one. Rows are ranked (correct, profiled); in each kernel's group the rows below
+    the group's best rank are dropped, so true duplicates (equal rank) stay for
+    `duplicate_kernel_problems` to report.
     """
-    needed = {"task_id", "kernel_id", "profiled"}
-    if kernels.num_rows == 0 or not needed <= set(kernels.column_names):
-        return kernels
     keys = ["task_id", "kernel_id"]
-    rows = pa.array(range(kernels.num_rows), type=pa.int64())
-    table = kernels.select([*keys, "profiled"]).append_column("_row", rows)
-    agg = table.group_by(keys).aggregate([("profiled", "max"), ("_row", "count")])
-    upgraded = agg.filter(pc.and_(pc.greater(agg.column("_row_count"), 1),
-                                  pc.fill_null(agg.column("profiled_max"), False)))
-    if upgraded.num_rows == 0:
+    ranked = [c for c in ("correct", "profiled") if c in kernels.column_names]
+    if kernels.num_rows == 0 or not ranked or not set(keys) <= set(kernels.column_names):
         return kernels
-    members = table.join(upgraded.select(keys), keys=keys, join_type="inner")
-    superseded = members.filter(pc.invert(pc.fill_null(members.column("profiled"), False)))
-    keep = pc.invert(pc.is_in(rows, value_set=superseded.column("_row")))
+    counts = kernels.select(keys).group_by(keys).aggregate([("kernel_id", "count")])
+    repeated = counts.filter(pc.greater(counts.column("kernel_id_count"), 1))
+    if repeated.num_rows == 0:
+        return kernels
+    rows = pa.array(range(kernels.num_rows), type=pa.int64())
+    table = kernels.select([*keys, *ranked]).append_column("_row", rows)
+    members = table.join(repeated.select(keys), keys=keys, join_type="inner").to_pylist()
+    best: dict[tuple[str, str], tuple[bool, ...]] = {}
+    for row in members:
+        key, rank = (row["task_id"], row["kernel_id"]), tuple(bool(row[c]) for c in ranked)
+        best[key] = max(best.get(key, rank), rank)
+    superseded = [row["_row"] for row in members
+                  if tuple(bool(row[c]) for c in ranked) < best[(row["task_id"],
+                                                                 row["kernel_id"])]]
+    if not superseded:
+        return kernels
+    keep = pc.invert(pc.is_in(rows, value_set=pa.array(superseded, type=pa.int64())))
     return kernels.filter(keep)
 
 

@@ -223,7 +223,7 @@ def _read_dataset(
     problems += step_problems + kernel_problems
     if step_problems or kernel_problems:
         return manifest, steps, kernels, problems
-    kernels = checks.apply_profile_upgrades(kernels)
+    kernels = checks.apply_kernel_upgrades(kernels)
     if steps.num_rows == 0:
         problems.append(f"{dataset_dir}: no steps recorded (empty dataset)")
         return manifest, steps, kernels, problems

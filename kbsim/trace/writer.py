@@ -142,12 +142,20 @@ class TraceWriter:
         self._next_seq = {name: self._max_seq(name) + 1 for name in TABLE_DIRS}
         self._step_keys: set[tuple[str, str, int]] = set()
         self._kernel_keys: set[tuple[str, str]] = set()
+        #: the kernels recorded as incorrect so far (a correct row may still supersede one)
+        self._kernel_incorrect: set[tuple[str, str]] = set()
         self._kernel_rows: dict[tuple[str, str], dict[str, Any]] = {}
         if exists:
             steps = self._read_existing("steps", ["run_id", "task_id", "step"])
             self._step_keys = set(_key_tuples(steps))
-            kernels = self._read_existing("kernels", ["task_id", "kernel_id"])
-            self._kernel_keys = set(_key_tuples(kernels))
+            kernels = self._read_existing("kernels", ["task_id", "kernel_id", "correct"])
+            for task_id, kernel_id, correct in _key_tuples(kernels):
+                self._kernel_keys.add((task_id, kernel_id))
+                if not correct:
+                    self._kernel_incorrect.add((task_id, kernel_id))
+            for task_id, kernel_id, correct in _key_tuples(kernels):
+                if correct:  # recorded correct again (D90): no longer to be superseded
+                    self._kernel_incorrect.discard((task_id, kernel_id))
         self._manifest_dirty = False
         write_manifest(self.path, self.manifest)
 
@@ -223,11 +231,16 @@ class TraceWriter:
         self._enqueue("steps", table)
 
     def append_kernel(self, row: Mapping[str, Any]) -> bool:
-        """Record one kernel; False (and nothing written) if (task_id, kernel_id) is known."""
+        """Record one kernel; False (and nothing written) if (task_id, kernel_id) is known,
+        unless it was recorded incorrect and this row is correct (see `append_kernels`)."""
         return self.append_kernels([row]) == 1
 
     def append_kernels(self, rows: pa.Table | Sequence[Mapping[str, Any]]) -> int:
-        """Record kernels not seen before (by (task_id, kernel_id)); returns how many were new."""
+        """Record kernels not seen before (by (task_id, kernel_id)); returns how many rows were
+        written. NOTE (D90): a kernel recorded as incorrect is recorded again when a row says
+        it is correct (its first evaluation was stopped by the machine, a worker killed by the
+        system, and a resumed run evaluated it again); readers keep the correct row
+        (`checks.apply_kernel_upgrades`)."""
         self._check_open()
         if isinstance(rows, pa.Table):
             table = conform_table(rows, KERNELS_SCHEMA, "kernels")
@@ -238,9 +251,16 @@ class TraceWriter:
             raise ValueError(f"kernels rejected: {problems[0]}")
         keys = _key_tuples(table.select(["task_id", "kernel_id"]))
         keep = []
-        for key in keys:
-            keep.append(key not in self._kernel_keys)
+        for key, correct in zip(keys, table.column("correct").to_pylist(), strict=True):
+            upgrade = key in self._kernel_incorrect and bool(correct)
+            keep.append(key not in self._kernel_keys or upgrade)
+            if keep[-1]:
+                self._kernel_rows.pop(key, None)  # the row now on record is this one
             self._kernel_keys.add(key)
+            if correct:
+                self._kernel_incorrect.discard(key)
+            elif keep[-1]:
+                self._kernel_incorrect.add(key)
         if not isinstance(rows, pa.Table):
             # kept for update_kernel_profile (live runs append kernels one dict at a time)
             for key, row, new in zip(keys, rows, keep, strict=True):
@@ -264,7 +284,7 @@ class TraceWriter:
         """Record the profile of a kernel already written without one; False if it had one.
 
         The kernel's row is appended again with `hw_sig`, `profile9`, `profiled=True` and
-        `profiler`; readers keep the profiled row (`checks.apply_profile_upgrades`), so a kill
+        `profiler`; readers keep the profiled row (`checks.apply_kernel_upgrades`), so a kill
         between the two appends leaves the unprofiled row, never a duplicate.
         """
         self._check_open()
@@ -274,7 +294,7 @@ class TraceWriter:
                            "this dataset; append it before recording its profile")
         row = self._kernel_rows.get(key)
         if row is None:
-            on_disk = self.existing_kernels().to_pylist()
+            on_disk = checks.apply_kernel_upgrades(self.existing_kernels()).to_pylist()
             row = next((r for r in on_disk if (r["task_id"], r["kernel_id"]) == key), None)
         if row is None or row.get("profiled"):
             return False
@@ -325,7 +345,7 @@ class TraceWriter:
             merged = merged.cast(_SCHEMAS[name])
             if name == "kernels":
                 # profiles recorded later settle into one row per kernel
-                merged = checks.apply_profile_upgrades(merged)
+                merged = checks.apply_kernel_upgrades(merged)
             first_seq, last_seq = live[0].first_seq, max(p.last_seq for p in live)
             # the merged file lands first; until the old parts are gone it supersedes them
             atomic_write_parquet(table_dir / part_name(first_seq, last_seq), merged)

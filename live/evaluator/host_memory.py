@@ -31,6 +31,15 @@ RESERVE_SHARE = 0.1
 RESERVE_MAX_BYTES = 32 * 2**30
 #: how often a held-back start looks again
 POLL_S = 0.25
+#: NOTE (D91): below this share of the reserve, a pool of calls (load-time checks) pauses the
+#: newest heavy call (SIGSTOP) instead of leaving the choice to the system's out-of-memory
+#: killer, and resumes it (SIGCONT) once the reserve is available again
+PAUSE_SHARE = 0.5
+#: a call is heavy when its worker holds this much host memory (a started worker with torch
+#: and a CUDA context holds 1-3 GiB; TritonBench-G's largest inputs are 24-33 GB)
+HEAVY_BYTES = 6 * 2**30
+#: seconds between two pauses or resumptions: memory takes a moment to show what one did
+SETTLE_S = 2.0
 #: environment override of the reserve, in GiB (0 turns admission off)
 RESERVE_ENV = "KB_HOST_RESERVE_GIB"
 
@@ -85,6 +94,8 @@ class HostRoom:
         self.held_back = 0  # starts that had to wait
         self.waited_s = 0.0  # their waits, summed
         self.lowest_bytes: int | None = None  # the least available memory a start saw
+        self.paused = 0  # calls paused for memory (D91)
+        self.paused_s = 0.0  # their pauses, summed
 
     def room(self) -> bool:
         """Whether a start may go now by memory alone."""
@@ -110,6 +121,17 @@ class HostRoom:
         self.note_wait(waited)
         return waited
 
+    @property
+    def pause_below_bytes(self) -> int:
+        """Available memory under which a pool pauses its newest heavy call (D91)."""
+        return int(PAUSE_SHARE * self.reserve_bytes)
+
+    def note_pause(self, seconds: float) -> None:
+        """Count one call paused for memory for `seconds`."""
+        with self._lock:
+            self.paused += 1
+            self.paused_s += seconds
+
     def note_wait(self, seconds: float) -> None:
         """Count one held-back start that waited `seconds`."""
         with self._lock:
@@ -122,6 +144,7 @@ class HostRoom:
             return {"host_reserve_gib": round(self.reserve_bytes / 2**30, 2),
                     "host_held_back": self.held_back,
                     "host_waited_s": round(self.waited_s, 2),
+                    "host_paused": self.paused, "host_paused_s": round(self.paused_s, 2),
                     "host_lowest_available_gib": (None if self.lowest_bytes is None
                                                   else round(self.lowest_bytes / 2**30, 2))}
 
