@@ -33,13 +33,18 @@ RESERVE_MAX_BYTES = 32 * 2**30
 POLL_S = 0.25
 #: NOTE (D91): below this share of the reserve, a pool of calls (load-time checks) pauses the
 #: newest heavy call (SIGSTOP) instead of leaving the choice to the system's out-of-memory
-#: killer, and resumes it (SIGCONT) once the reserve is available again
-PAUSE_SHARE = 0.5
+#: killer, and resumes it (SIGCONT) once the reserve is available again. On an H200 host with
+#: half the reserve (6.3 GiB), 16 checks making their inputs at once took the host from 124 to
+#: 1 GiB in 72 s and the killer still took one (about 2 GiB/s: a pause every 2 s was late)
+PAUSE_SHARE = 0.75
 #: a call is heavy when its worker holds this much host memory (a started worker with torch
 #: and a CUDA context holds 1-3 GiB; TritonBench-G's largest inputs are 24-33 GB)
-HEAVY_BYTES = 6 * 2**30
-#: seconds between two pauses or resumptions: memory takes a moment to show what one did
-SETTLE_S = 2.0
+HEAVY_BYTES = 4 * 2**30
+#: seconds after a pause or a resumption before the next pause (memory takes a moment to show
+#: what one did) ...
+SETTLE_S = 0.5
+#: ... and before the next resumption (a resumed call grows again)
+RESUME_SETTLE_S = 2.0
 #: environment override of the reserve, in GiB (0 turns admission off)
 RESERVE_ENV = "KB_HOST_RESERVE_GIB"
 

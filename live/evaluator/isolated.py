@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live.evaluator.host_memory import HEAVY_BYTES, SETTLE_S, HostRoom
+from live.evaluator.host_memory import HEAVY_BYTES, RESUME_SETTLE_S, SETTLE_S, HostRoom
 from live.evaluator.sandbox import WorkerProcess
 
 #: the package a call's function must come from
@@ -51,6 +51,8 @@ class Call:
     #: run in a newly started worker (the thread's previous one is shut down first): a check
     #: again after a failure that may come from the worker's state (its allocator's layout)
     fresh: bool = False
+    #: queued ahead of the calls waiting (a check the system killed for memory, again: D92)
+    front: bool = False
 
 
 def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str, Any]:
@@ -169,7 +171,10 @@ def run_calls(
                 pass
 
     def queue_call(call: Call) -> None:
-        (tails if call.tail else pending).append(call)
+        if call.front and not call.tail:
+            pending.appendleft(call)
+        else:
+            (tails if call.tail else pending).append(call)
 
     for call in calls:
         queue_call(call)
@@ -294,8 +299,9 @@ def run_calls(
         assert room is not None
         last = 0.0
         while any(thread.is_alive() for thread in threads):
-            time.sleep(room.poll_s)
-            if time.perf_counter() - last < SETTLE_S:
+            time.sleep(min(room.poll_s, SETTLE_S))
+            since = time.perf_counter() - last
+            if since < SETTLE_S:
                 continue
             available = room.probe()
             with lock:
@@ -306,7 +312,8 @@ def run_calls(
                     if len(heavy) < 2:
                         continue
                     pause(max(heavy)[1])
-                elif paused and available >= room.reserve_bytes:
+                elif (paused and available >= room.reserve_bytes
+                      and since >= RESUME_SETTLE_S):
                     resume(min(paused, key=lambda slot: running[slot][1]
                                if slot in running else 0.0))
                 else:

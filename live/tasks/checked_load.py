@@ -226,6 +226,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                    for item in by_name.values() if item.plain_script is not None}
 
     fault_retries: dict[str, int] = {}
+    requeued: set[str] = set()  # checks killed by the system and queued again (D92)
     originals = {call.key: call for call in calls}
     second: dict[str, dict[str, Any]] = {}  # first-check records whose second check is due
     second_lock = threading.Lock()  # `second` and its records, between worker threads
@@ -346,9 +347,17 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 alone[call.key] = replace(call, tail=False)
                 return None
             bar.total += 1
+            if _killed_by_system(result) and call.key not in requeued:
+                # NOTE (D92): the host ran short beside the others; checked again at once, as
+                # the next call to start (once the host has room), in a fresh worker
+                requeued.add(call.key)
+                return replace(originals.get(call.key, call), timeout_s=timeout_s,
+                               overtime_s=None, fresh=True, front=True,
+                               kwargs={**call.kwargs,
+                                       "verdicts": result.get("shape_verdicts") or {}})
             return replace(call, kwargs={**call.kwargs, "drop_out_of_memory": True,
                                          "verdicts": result.get("shape_verdicts") or {}},
-                           tail=True, memory_limit_mb=RETRY_MEMORY_MB,
+                           tail=True, front=False, memory_limit_mb=RETRY_MEMORY_MB,
                            env={"KB_GPU_WORKERS": str(RETRY_WORKERS)})
         if call.key in early:  # its plain script started at the check's overtime
             return None
@@ -394,7 +403,12 @@ def _oom(result: dict[str, Any]) -> bool:
     beside 11 other checks and passes alone, as its plain script does."""
     error = str(result.get("error"))
     return ("out of memory" in error or "memory limit exceeded" in error
-            or (result.get("status") == "crashed" and "(SIGKILL)" in error))
+            or _killed_by_system(result))
+
+
+def _killed_by_system(result: dict[str, Any]) -> bool:
+    """A worker that died of a SIGKILL kernelband did not send (D80)."""
+    return result.get("status") == "crashed" and "(SIGKILL)" in str(result.get("error"))
 
 
 def _reason(result: dict[str, Any]) -> str:

@@ -42,6 +42,8 @@ class FakePool:
             pool["keys"].append(("tail:" if call.tail else "") + call.key)
             if call.fresh:
                 pool.setdefault("fresh", []).append(call.key)
+            if call.front:
+                pool.setdefault("front", []).append(call.key)
             pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
                 pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
@@ -224,6 +226,40 @@ def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, mon
     # the next check in this worker is another operator's: nothing of this one is kept
     assert operator._cpu_inputs.cache_info().currsize == 0
     assert runner._inputs.held == 0
+
+
+def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) -> None:
+    """NOTE (D92): a check the system's out-of-memory killer took (SIGKILL kernelband did not
+    send) is queued again at the front, in a fresh worker, with the base limit; killed once
+    more, it takes the tail's way (more room, after everything queued)."""
+    killed = {"status": "crashed", "error": "worker died: signal 9 (SIGKILL)"}
+    pool = FakePool([{"huge": killed, "twice": killed, "tail:twice": {"status": "ok",
+                                                                      "meta": {"n": 1}}}])
+    answers = pool.outcomes[0]
+    real_on = pool.__call__
+
+    def second_time(calls, **kwargs):  # "huge" passes when it runs again; "twice" does not
+        on_result = kwargs["on_result"]
+
+        def on(call, result):
+            if call.front and call.key == "huge":
+                result.clear()
+                result.update({"status": "ok", "meta": {"n": 1}})
+            on_result(call, result)
+        return real_on(calls, **{**kwargs, "on_result": on})
+
+    answers["twice"] = killed
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cl, "run_calls", second_time)
+    loaded = cl.checked_load("fake:spec", _items({"huge": 9.0, "twice": 8.0, "a": 1.0}),
+                             LoadOptions(device="cpu", workers=2, timeout_s=100.0),
+                             describe="live.x.describe", build=lambda item, meta: item.name)
+    first = pool.pools[0]
+    assert first["front"] == ["huge", "twice"] and set(first["fresh"]) >= {"huge", "twice"}
+    assert first["limits"]["huge"] == 100.0  # the base limit, not the first wave's
+    assert first["keys"].count("huge") == 2 and "tail:huge" not in first["keys"]
+    assert "tail:twice" in first["keys"]  # killed twice: the tail, with more room
+    assert sorted(loaded.tasks) == ["a", "huge", "twice"]
 
 
 def test_check_workers_autotune_quickly(monkeypatch) -> None:
