@@ -31,20 +31,6 @@ RESERVE_SHARE = 0.1
 RESERVE_MAX_BYTES = 32 * 2**30
 #: how often a held-back start looks again
 POLL_S = 0.25
-#: NOTE (D91): below this share of the reserve, a pool of calls (load-time checks) pauses the
-#: newest heavy call (SIGSTOP) instead of leaving the choice to the system's out-of-memory
-#: killer, and resumes it (SIGCONT) once the reserve is available again. On an H200 host with
-#: half the reserve (6.3 GiB), 16 checks making their inputs at once took the host from 124 to
-#: 1 GiB in 72 s and the killer still took one (about 2 GiB/s: a pause every 2 s was late)
-PAUSE_SHARE = 0.75
-#: a call is heavy when its worker holds this much host memory (a started worker with torch
-#: and a CUDA context holds 1-3 GiB; TritonBench-G's largest inputs are 24-33 GB)
-HEAVY_BYTES = 4 * 2**30
-#: seconds after a pause or a resumption before the next pause (memory takes a moment to show
-#: what one did) ...
-SETTLE_S = 0.5
-#: ... and before the next resumption (a resumed call grows again)
-RESUME_SETTLE_S = 2.0
 #: environment override of the reserve, in GiB (0 turns admission off)
 RESERVE_ENV = "KB_HOST_RESERVE_GIB"
 
@@ -99,8 +85,6 @@ class HostRoom:
         self.held_back = 0  # starts that had to wait
         self.waited_s = 0.0  # their waits, summed
         self.lowest_bytes: int | None = None  # the least available memory a start saw
-        self.paused = 0  # calls paused for memory (D91)
-        self.paused_s = 0.0  # their pauses, summed
 
     def room(self) -> bool:
         """Whether a start may go now by memory alone."""
@@ -126,17 +110,6 @@ class HostRoom:
         self.note_wait(waited)
         return waited
 
-    @property
-    def pause_below_bytes(self) -> int:
-        """Available memory under which a pool pauses its newest heavy call (D91)."""
-        return int(PAUSE_SHARE * self.reserve_bytes)
-
-    def note_pause(self, seconds: float) -> None:
-        """Count one call paused for memory for `seconds`."""
-        with self._lock:
-            self.paused += 1
-            self.paused_s += seconds
-
     def note_wait(self, seconds: float) -> None:
         """Count one held-back start that waited `seconds`."""
         with self._lock:
@@ -149,7 +122,6 @@ class HostRoom:
             return {"host_reserve_gib": round(self.reserve_bytes / 2**30, 2),
                     "host_held_back": self.held_back,
                     "host_waited_s": round(self.waited_s, 2),
-                    "host_paused": self.paused, "host_paused_s": round(self.paused_s, 2),
                     "host_lowest_available_gib": (None if self.lowest_bytes is None
                                                   else round(self.lowest_bytes / 2**30, 2))}
 

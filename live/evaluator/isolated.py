@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import threading
 import time
 import traceback
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live.evaluator.host_memory import HEAVY_BYTES, RESUME_SETTLE_S, SETTLE_S, HostRoom
+from live.evaluator.host_memory import HostRoom
 from live.evaluator.sandbox import WorkerProcess
 
 #: the package a call's function must come from
@@ -104,11 +103,9 @@ def run_calls(
     follow-up) starts once nothing else is queued, beside the calls still running at most and
     `tail_slots` tail calls in all. With `host_room`, no call starts while the host's available
     memory is under its reserve and another call is running (NOTE (D84)); a call that waited
-    so has ``host_wait_s`` in its result. With `host_room` too, calls running the host out of
-    memory are paused and resumed (NOTE (D91), ``guard`` below); a paused call's time limit
-    and overtime wait for it, and its result has ``paused_s``. A call with ``overtime_s``
-    that runs past it is passed to ``overtime(call)`` once, which may return a call to queue
-    at once (beside it); idle workers stay while such a call may still come.
+    so has ``host_wait_s`` in its result. A call with ``overtime_s`` that runs past it is
+    passed to ``overtime(call)`` once, which may return a call to queue at once (beside it);
+    idle workers stay while such a call may still come.
     """
     if not calls:
         return {}
@@ -128,47 +125,12 @@ def run_calls(
     wait = object()  # take(): nothing to start now, look again
     running: dict[int, tuple[Call, float]] = {}  # slot -> call, when it started
     fired: set[str] = set()  # calls passed to overtime()
-    procs: dict[int, WorkerProcess] = {}  # slot -> the worker of its running call
-    paused: dict[int, float] = {}  # slots whose call is paused for memory, since when (D91)
-    paused_for: dict[str, float] = {}  # calls paused, for how long in all (ended pauses)
-
-    def paused_s(key: str) -> float:
-        """How long call `key` has been paused for memory so far (lock held or not)."""
-        total = paused_for.get(key, 0.0)
-        for slot, since in list(paused.items()):
-            entry = running.get(slot)
-            if entry is not None and entry[0].key == key:
-                total += time.perf_counter() - since
-        return total
 
     def may_overrun() -> bool:
         """Whether a running call may still reach its overtime (lock held)."""
         return overtime is not None and any(
             call.overtime_s is not None and call.key not in fired
             for call, _ in running.values())
-
-    def pause(slot: int) -> None:
-        """Stop slot's worker where it is (lock held)."""
-        try:
-            os.kill(procs[slot].proc.pid, signal.SIGSTOP)
-        except (OSError, KeyError):
-            return
-        paused[slot] = time.perf_counter()
-
-    def resume(slot: int) -> None:
-        """Let slot's worker go on (lock held)."""
-        since = paused.pop(slot)
-        key = running[slot][0].key if slot in running else None
-        with_time = time.perf_counter() - since
-        if key is not None:
-            paused_for[key] = paused_for.get(key, 0.0) + with_time
-        host_room.note_pause(with_time)  # type: ignore[union-attr]
-        worker = procs.get(slot)
-        if worker is not None:
-            try:
-                os.kill(worker.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
 
     def queue_call(call: Call) -> None:
         if call.front and not call.tail:
@@ -194,7 +156,7 @@ def run_calls(
         with lock:
             startable = pending or (tails and len(beside) < max(1, tail_slots))
             if (startable and host_room is not None and state["in_flight"] > 0
-                    and (paused or not host_room.room())):  # the paused go on first
+                    and not host_room.room()):
                 waiting_since.setdefault(slot, time.perf_counter())
                 return wait
             if pending:
@@ -238,19 +200,12 @@ def run_calls(
                 call_started = time.perf_counter()
                 with lock:
                     running[slot] = (call, call_started)
-                    procs[slot] = current
-                result, healthy = _one_call(current, call, startup_timeout_s,
-                                            lambda key=call.key: paused_s(key))
+                result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
                 result["worker_pid"] = current.proc.pid  # which worker ran it
                 if call.key in host_waits:
                     result["host_wait_s"] = round(host_waits[call.key], 3)
                 with lock:
-                    if slot in paused:  # ended while paused (killed at its limit)
-                        resume(slot)
-                    if call.key in paused_for:
-                        result["paused_s"] = round(paused_for.pop(call.key), 3)
-                    procs.pop(slot, None)
                     running.pop(slot, None)
                     state["in_flight"] -= 1
                     if call.tail:
@@ -279,7 +234,7 @@ def run_calls(
             with lock:
                 due = [call for call, started in running.values()
                        if call.overtime_s is not None and call.key not in fired
-                       and now - started - paused_s(call.key) >= call.overtime_s]
+                       and now - started >= call.overtime_s]
                 fired.update(call.key for call in due)
             for call in due:
                 extra = overtime(call)  # type: ignore[misc]
@@ -288,63 +243,24 @@ def run_calls(
                         queue_call(extra)
             time.sleep(0.2)
 
-    def guard() -> None:
-        """NOTE (D91): while the host's available memory is under half the reserve, pause
-        (SIGSTOP) the most recently started heavy call (its worker holds `HEAVY_BYTES` or
-        more), keeping at least one heavy call running; once the reserve is available again,
-        resume the earliest started paused call. Nothing new starts while a call is paused.
-        Without it, the system's out-of-memory killer ends the largest worker, whose check
-        (minutes of input-making and checking) starts over at the load's end."""
-        room = host_room
-        assert room is not None
-        last = 0.0
-        while any(thread.is_alive() for thread in threads):
-            time.sleep(min(room.poll_s, SETTLE_S))
-            since = time.perf_counter() - last
-            if since < SETTLE_S:
-                continue
-            available = room.probe()
-            with lock:
-                if available < room.pause_below_bytes:
-                    heavy = [(started, slot) for slot, (_, started) in running.items()
-                             if slot not in paused and slot in procs
-                             and procs[slot].rss_bytes() >= HEAVY_BYTES]
-                    if len(heavy) < 2:
-                        continue
-                    pause(max(heavy)[1])
-                elif (paused and available >= room.reserve_bytes
-                      and since >= RESUME_SETTLE_S):
-                    resume(min(paused, key=lambda slot: running[slot][1]
-                               if slot in running else 0.0))
-                else:
-                    continue
-            last = time.perf_counter()
-        with lock:  # nothing is left paused
-            for slot in list(paused):
-                resume(slot)
-
     threads = [threading.Thread(target=serve, args=(i,), name=f"kb-isolated-{i}", daemon=True)
                for i in range(n_workers)]
     for thread in threads:
         thread.start()
-    helpers = []
+    watcher = None
     if overtime is not None:
-        helpers.append(threading.Thread(target=watch, name="kb-isolated-overtime", daemon=True))
-    if host_room is not None and host_room.reserve_bytes > 0:
-        helpers.append(threading.Thread(target=guard, name="kb-isolated-guard", daemon=True))
-    for helper in helpers:
-        helper.start()
+        watcher = threading.Thread(target=watch, name="kb-isolated-overtime", daemon=True)
+        watcher.start()
     for thread in threads:
         thread.join()
-    for helper in helpers:
-        helper.join()
+    if watcher is not None:
+        watcher.join()
     return results
 
 
-def _one_call(worker: WorkerProcess, call: Call, startup_timeout_s: float,
-              paused_s: Callable[[], float] = lambda: 0.0) -> tuple[dict[str, Any], bool]:
-    """Send one call and wait for its result; (result, worker still healthy). The call's
-    time limit is extended by the time it spent paused (`paused_s()`, D91)."""
+def _one_call(worker: WorkerProcess, call: Call,
+              startup_timeout_s: float) -> tuple[dict[str, Any], bool]:
+    """Send one call and wait for its result; (result, worker still healthy)."""
     try:
         worker.wait_ready(startup_timeout_s)
     except RuntimeError as exc:
@@ -352,12 +268,9 @@ def _one_call(worker: WorkerProcess, call: Call, startup_timeout_s: float,
     request = {"op": "call", "function": call.function, "kwargs": call.kwargs}
     if not worker.send(request):
         return {"status": "crashed", "error": worker._death().detail}, False
-    deadline = time.perf_counter() + call.timeout_s
     while True:
-        got = worker.receive(max(0.0, deadline + paused_s() - time.perf_counter()))
+        got = worker.receive(call.timeout_s)
         if got.kind == "timeout":
-            if time.perf_counter() < deadline + paused_s():
-                continue  # paused meanwhile: its limit moved on
             return {"status": "timeout",
                     "error": f"exceeded {call.timeout_s:g} s; worker killed"}, False
         if got.kind == "died":

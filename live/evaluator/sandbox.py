@@ -116,10 +116,6 @@ class WorkerProcess:
         except (BrokenPipeError, OSError):
             return False
 
-    def rss_bytes(self) -> int:
-        """The worker's resident host memory in bytes (0 once it is gone)."""
-        return int(self._rss_mb() * 2**20)
-
     def _rss_mb(self) -> float:
         try:
             import psutil

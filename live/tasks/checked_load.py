@@ -269,7 +269,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 "shape_verdicts": result.get("shape_verdicts") or {},
                 "shape_peaks": result.get("shape_peaks") or {},
                 "source_note": result.get("source_note"),
-                "host_wait_s": result.get("host_wait_s"), "paused_s": result.get("paused_s"),
+                "host_wait_s": result.get("host_wait_s"),
                 "finished_at_s": time.perf_counter() - started}
 
     def done(call: Call, result: dict[str, Any], retried: bool = False) -> None:

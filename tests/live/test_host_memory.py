@@ -25,19 +25,6 @@ def _stamping_script(path: Path, marks: Path, name: str, sleep_s: float) -> str:
     return str(path)
 
 
-def _busy_script(path: Path, marks: Path, name: str, cpu_s: float) -> str:
-    """Like `_stamping_script`, but busy for `cpu_s` of its own CPU time (a stopped process's
-    sleep would still end on time)."""
-    path.write_text(
-        "import pathlib, time\n"
-        f"pathlib.Path({str(marks)!r}, {name + '_start'!r}).write_text(str(time.time()))\n"
-        "t0 = time.process_time()\n"
-        f"while time.process_time() - t0 < {cpu_s}:\n"
-        "    pass\n"
-        f"pathlib.Path({str(marks)!r}, {name + '_end'!r}).write_text(str(time.time()))\n")
-    return str(path)
-
-
 def _spans(marks: Path, names: list[str]) -> list[tuple[float, float]]:
     return sorted((float((marks / f"{n}_start").read_text()),
                    float((marks / f"{n}_end").read_text())) for n in names)
@@ -157,43 +144,19 @@ def test_a_worker_drops_its_last_task_s_host_inputs_when_it_switches_while_short
     assert released == (["a", "b"] if short else [])
 
 
-def test_the_newest_heavy_call_is_paused_while_the_host_runs_out(tmp_path: Path,
-                                                                  monkeypatch) -> None:
-    """D91: under half the reserve, the most recently started heavy call is stopped (not left
-    to the system's out-of-memory killer) and resumed once memory is back; its time limit
-    waits for it, so a call paused past its limit still ends well."""
-    import time
+def test_a_front_call_starts_before_the_calls_waiting(tmp_path: Path) -> None:
+    """D92's queue: a follow-up marked `front` runs next, ahead of the calls already queued."""
+    from dataclasses import replace
 
-    import live.evaluator.isolated as isolated
-
-    monkeypatch.setattr(isolated, "HEAVY_BYTES", 0)  # every worker counts as heavy here
     marks = tmp_path / "marks"
     marks.mkdir()
-    names = ["a", "b"]
-    calls = [Call(n, PLAIN, {"operator_path": _busy_script(tmp_path / f"{n}.py", marks, n,
-                                                            2.0)}, 3.5) for n in names]
-    short_since: list[float] = []
-
-    def probe() -> int:  # short for a second once both calls run, then plenty
-        if not all((marks / f"{n}_start").exists() for n in names):
-            return 64 * GIB
-        if not short_since:
-            short_since.append(time.perf_counter())
-        return 1 * GIB if time.perf_counter() - short_since[0] < 1.0 else 64 * GIB
-
-    room = HostRoom(8 * GIB, probe=probe, poll_s=0.05)
-    results = run_calls(calls, device="cpu", workers=2, host_room=room)
+    calls = [Call(n, PLAIN, {"operator_path": _stamping_script(tmp_path / f"{n}.py", marks, n,
+                                                                0.0)}, 60) for n in "abc"]
+    again = replace(calls[0], key="a-again", front=True)
+    results = run_calls(calls, device="cpu", workers=1,
+                        follow_up=lambda call, result: again if call.key == "a" else None)
     assert all(r["status"] == "ok" for r in results.values()), results
-    paused = [n for n in names if "paused_s" in results[n]]
-    assert len(paused) == 1, results
-    (stopped,) = paused
-    (other,) = set(names) - {stopped}
-    assert results[stopped]["paused_s"] >= 1.5  # resumed no sooner than SETTLE_S after
-    # the stopped call really stopped: its script ran for its 2 s plus the pause, past its
-    # 3.5 s limit, and was not killed for it
-    start, end = (float((marks / f"{stopped}_{e}").read_text()) for e in ("start", "end"))
-    assert end - start >= 2.0 + 1.5
-    # ... while the other went on and ended first
-    assert float((marks / f"{other}_end").read_text()) < end
-    info = room.info()
-    assert info["host_paused"] == 1 and info["host_paused_s"] >= 1.5
+    # one worker: "a", then its follow-up (which stamps as "a" again), then "b" and "c"
+    order = sorted(["a", "b", "c"], key=lambda n: float((marks / f"{n}_start").read_text()))
+    assert order == ["a", "b", "c"] and "a-again" in results
+    assert float((marks / "a_end").read_text()) < float((marks / "b_start").read_text())
