@@ -113,6 +113,44 @@ def test_spec_and_worker_rebuild(loaded, caplog, monkeypatch) -> None:
         resolve_task(f"tritonbench:{MINI}", "mul")
 
 
+def test_a_subset_of_the_checkout(loaded, tmp_path, monkeypatch) -> None:
+    """``tritonbench:PATH@SUBSET``: the authors' subset file (``{"kernels": [...]}``), a list,
+    or a comma list; only those operators load (their checks come from the module's cache);
+    workers rebuild from the same spec; unknown names and missing files are one sentence."""
+    import json
+
+    from live.tasks.registry import canonical_spec
+
+    subset = tmp_path / "paper_subset.json"
+    subset.write_text(json.dumps({"metadata": {"subset_size": 3},
+                                  "kernels": ["add.py", "row_sum.py", "crash_op.py"]}))
+    for spec in (f"tritonbench:{MINI}@{subset}", f"tritonbench:{MINI}@add,row_sum,crash_op"):
+        tasks, skipped = resolve_tasks_and_skipped(spec)
+        assert [t.name for t in tasks] == ["tritonbench/add", "tritonbench/row_sum"]
+        assert [op for op, _ in skipped] == ["crash_op"]
+        assert resolve_task(spec, "add").name == "tritonbench/add"
+    listed = tmp_path / "two.json"
+    listed.write_text(json.dumps(["add", "row_sum.py"]))
+    assert len(resolve_tasks(f"tritonbench:{MINI}@{listed}")) == 2
+    # a file named relative to the checkout or the current directory; canonical for workers
+    monkeypatch.chdir(tmp_path)
+    assert canonical_spec(f"tritonbench:{MINI}@two.json") == f"tritonbench:{MINI}@{listed}"
+    assert canonical_spec(f"tritonbench:{MINI}@add") == f"tritonbench:{MINI}@add"
+    with pytest.raises(ValueError, match=r"1 of the subset's 2 operators are not in .*: mul$"):
+        resolve_tasks(f"tritonbench:{MINI}@add,mul")
+    with pytest.raises(ValueError, match="subset file 'nope.json' not found"):
+        resolve_tasks(f"tritonbench:{MINI}@nope.json")
+    (tmp_path / "bad.json").write_text(json.dumps({"kernels": 3}))
+    with pytest.raises(ValueError, match="must be a list of operator names"):
+        resolve_tasks(f"tritonbench:{MINI}@bad.json")
+    # a folder whose own name has an @ is a folder, not a subset
+    odd = tmp_path / "tb@v1"
+    shutil.copytree(MINI, odd)
+    from live.tasks.sources.tritonbench import split_subset
+
+    assert split_subset(str(odd)) == (str(odd), None)
+
+
 def test_wrong_candidate_fails_result_gold(loaded) -> None:
     add = _task(loaded, "add")
     wrong = add.k0.replace("x + y", "x - y")

@@ -1,18 +1,27 @@
-"""``tritonbench:PATH``: a TritonBench-G checkout (see ``live.tasks.tritonbench``)."""
+"""``tritonbench:PATH``: a TritonBench-G checkout (see ``live.tasks.tritonbench``).
+
+``tritonbench:PATH@SUBSET`` loads (checks) only some of its operators: SUBSET is a JSON file
+(the KernelBand authors' ``paper_subset_50.json``, ``{"kernels": ["op.py", ...]}``, or a plain
+list of names), looked up in PATH, then from the current and launching directories, or a comma
+list of operator names (``tritonbench:PATH@add,softmax``).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from live.tasks.skips import Loaded
 
+#: separates a checkout from the operators to take from it
+SUBSET_MARK = "@"
 
-def folder(arg: str) -> Path:
-    """The checkout named by `arg`; a relative path is tried from the launching shell's
-    directory too (a worker runs in a temp dir, and inherits ``$PWD``)."""
-    path = Path(arg).expanduser()
+
+def _launched(path: Path) -> Path:
+    """`path`, or, if relative and absent, the same from the launching shell's directory (a
+    worker runs in a temp dir, and inherits ``$PWD``)."""
     if not path.is_absolute() and not path.exists():
         launched_from = os.environ.get("PWD")
         if launched_from and (Path(launched_from) / path).exists():
@@ -20,14 +29,75 @@ def folder(arg: str) -> Path:
     return path
 
 
+def split_subset(arg: str) -> tuple[str, str | None]:
+    """``PATH@SUBSET`` -> ``(PATH, SUBSET)``; ``(arg, None)`` without a subset (a folder whose
+    own name has an ``@`` is taken whole)."""
+    head, mark, subset = arg.rpartition(SUBSET_MARK)
+    if not mark or not head or not subset.strip() or _launched(Path(arg).expanduser()).is_dir():
+        return arg, None
+    return head, subset.strip()
+
+
+def folder(arg: str) -> Path:
+    """The checkout named by `arg` (its subset aside); a relative path is tried from the
+    launching shell's directory too."""
+    return _launched(Path(split_subset(arg)[0]).expanduser())
+
+
+def _subset_file(checkout: Path, subset: str) -> Path | None:
+    for candidate in (checkout / subset, _launched(Path(subset).expanduser())):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def subset_ops(arg: str) -> list[str] | None:
+    """The operator names `arg`'s subset selects (None: every operator)."""
+    path, subset = split_subset(arg)
+    if subset is None:
+        return None
+    file = _subset_file(folder(arg), subset)
+    if file is not None:
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"subset {file} is not readable JSON: {exc}") from None
+        names = data.get("kernels") if isinstance(data, dict) else data
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"subset {file} must be a list of operator names or an object "
+                             f"with one under \"kernels\"")
+    elif subset.endswith(".json"):
+        raise ValueError(f"subset file {subset!r} not found in {folder(arg)} or the current "
+                         f"directory")
+    else:
+        names = subset.split(",")
+    ops = list(dict.fromkeys(n.strip().removesuffix(".py") for n in names if n.strip()))
+    if not ops:
+        raise ValueError(f"subset {subset!r} names no operator")
+    return ops
+
+
 def canonical(arg: str) -> str:
-    return str(folder(arg).resolve())
+    path, subset = split_subset(arg)
+    root = str(folder(arg).resolve())
+    if subset is None:
+        return root
+    file = _subset_file(folder(arg), subset)
+    return f"{root}{SUBSET_MARK}{file.resolve() if file is not None else subset}"
 
 
 def load(arg: str, options: Any = None) -> Loaded:
-    from live.tasks.tritonbench import load_checked
+    from live.tasks.tritonbench import discover, load_checked
 
-    return load_checked(folder(arg), options)
+    ops = subset_ops(arg)
+    if ops is not None:
+        known = {source.op for source in discover(folder(arg).resolve())}
+        unknown = [op for op in ops if op not in known]
+        if unknown:
+            raise ValueError(f"{len(unknown)} of the subset's {len(ops)} operators are not in "
+                             f"{folder(arg)}: {', '.join(unknown[:10])}"
+                             f"{', ...' if len(unknown) > 10 else ''}")
+    return load_checked(folder(arg), options, ops)
 
 
 def rebuild(arg: str, name: str) -> Any:
