@@ -149,13 +149,11 @@ class TraceWriter:
             steps = self._read_existing("steps", ["run_id", "task_id", "step"])
             self._step_keys = set(_key_tuples(steps))
             kernels = self._read_existing("kernels", ["task_id", "kernel_id", "correct"])
-            for task_id, kernel_id, correct in _key_tuples(kernels):
-                self._kernel_keys.add((task_id, kernel_id))
-                if not correct:
-                    self._kernel_incorrect.add((task_id, kernel_id))
-            for task_id, kernel_id, correct in _key_tuples(kernels):
-                if correct:  # recorded correct again (D90): no longer to be superseded
-                    self._kernel_incorrect.discard((task_id, kernel_id))
+            rows = _key_tuples(kernels)
+            self._kernel_keys = {(task_id, kernel_id) for task_id, kernel_id, _ in rows}
+            # a kernel with any correct row (D90: recorded correct again) is settled
+            self._kernel_incorrect = self._kernel_keys - {
+                (task_id, kernel_id) for task_id, kernel_id, correct in rows if correct}
         self._manifest_dirty = False
         write_manifest(self.path, self.manifest)
 

@@ -136,7 +136,7 @@ def test_a_subset_of_the_checkout(loaded, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert canonical_spec(f"tritonbench:{MINI}@two.json") == f"tritonbench:{MINI}@{listed}"
     assert canonical_spec(f"tritonbench:{MINI}@add") == f"tritonbench:{MINI}@add"
-    with pytest.raises(ValueError, match=r"1 of the subset's 2 operators are not in .*: mul$"):
+    with pytest.raises(ValueError, match=r"1 of the 2 operators asked for are not in .*: mul$"):
         resolve_tasks(f"tritonbench:{MINI}@add,mul")
     with pytest.raises(ValueError, match="subset file 'nope.json' not found"):
         resolve_tasks(f"tritonbench:{MINI}@nope.json")

@@ -93,12 +93,21 @@ def check_cost_hint(operator_code: str) -> float:
 
 
 def load_checked(path: Path, options: Any = None, ops: Sequence[str] | None = None) -> Loaded:
-    """Every operator under ``path`` behind its gold-vs-gold check (``LoadOptions``: device,
-    cache, progress, workers, timeout)."""
+    """Every operator under ``path`` (or only those named in ``ops``: a name not under
+    ``path`` is an error) behind its gold-vs-gold check (``LoadOptions``: device, cache,
+    progress, workers, timeout)."""
     from live.tasks.sources import LoadOptions
 
     path = Path(path).resolve()
-    sources = [s for s in discover(path) if ops is None or s.op in ops]
+    found = discover(path)
+    if ops is not None:
+        known = {source.op for source in found}
+        unknown = [op for op in ops if op not in known]
+        if unknown:
+            raise ValueError(f"{len(unknown)} of the {len(ops)} operators asked for are not in "
+                             f"{path}: {', '.join(unknown[:10])}"
+                             f"{', ...' if len(unknown) > 10 else ''}")
+    sources = [s for s in found if ops is None or s.op in ops]
     items = [_item(source) for source in sources]
 
     def build(item: CheckItem, meta: dict[str, Any]) -> Task:
