@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 #: share of the host's memory kept free for the work already running (12.8 GiB of 128 GiB).
 #: With 0.2 (25 GiB) a cold TritonBench-G load on an H200 held 24 checks back for 374 s in all
@@ -33,6 +34,9 @@ RESERVE_MAX_BYTES = 32 * 2**30
 POLL_S = 0.25
 #: environment override of the reserve, in GiB (0 turns admission off)
 RESERVE_ENV = "KB_HOST_RESERVE_GIB"
+#: the out-of-memory score adjustment of the youngest running call (the oldest gets 0); the
+#: kernel adds ``adj / 1000`` of the host's memory to a process's size when it picks a victim
+KILL_ORDER_SPAN = 1000
 
 
 def available_bytes() -> int:
@@ -131,3 +135,38 @@ def host_short(reserve_bytes: int | None = None) -> bool:
     off)."""
     reserve = default_reserve_bytes() if reserve_bytes is None else reserve_bytes
     return reserve > 0 and available_bytes() < reserve
+
+
+def set_kill_order(pids_oldest_first: Sequence[int]) -> int:
+    """Steer the system's out-of-memory killer to the youngest of these processes.
+
+    NOTE (D93): admission (above) only decides what starts; the checks already running grow
+    together, and on an H200 host 16 TritonBench-G checks building their inputs took the host
+    from 124 to 0 GiB in 72-84 s. The kernel then kills the process with the largest memory
+    share, which was ``chunk_retention``'s first-wave check (24 GiB of inputs, 140-190 s a check)
+    78 s in: retried after that, its last run ended three of four cold loads (355-379 s). So
+    each running call's worker gets an ``oom_score_adj`` by its age among those running: 0 for
+    the oldest, `KILL_ORDER_SPAN` for the youngest, evenly between (one step of 16 is 67, as if
+    the younger held 8.5 GiB more on 128 GiB). A process may raise its score and lower it back to
+    0 without privileges, and the kernel adds it to the memory share, so the young calls that
+    lose the least work die first, and a check killed so is retried (D92). Its children (a
+    compiler) get the same. Processes that are gone or not ours are passed over; the number of
+    processes set is returned (0 where ``/proc`` has no such file).
+    """
+    import psutil
+
+    n = len(pids_oldest_first)
+    done = 0
+    for rank, pid in enumerate(pids_oldest_first):
+        adj = 0 if n == 1 else round(KILL_ORDER_SPAN * rank / (n - 1))
+        try:
+            family = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
+        except psutil.Error:
+            continue
+        for member in family:
+            try:
+                Path(f"/proc/{member}/oom_score_adj").write_text(f"{adj}\n")
+            except OSError:
+                continue
+            done += 1
+    return done

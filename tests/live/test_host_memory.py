@@ -160,3 +160,91 @@ def test_a_front_call_starts_before_the_calls_waiting(tmp_path: Path) -> None:
     order = sorted(["a", "b", "c"], key=lambda n: float((marks / f"{n}_start").read_text()))
     assert order == ["a", "b", "c"] and "a-again" in results
     assert float((marks / "a_end").read_text()) < float((marks / "b_start").read_text())
+
+
+needs_oom_adj = pytest.mark.skipif(not Path("/proc/self/oom_score_adj").exists(),
+                                   reason="no /proc/<pid>/oom_score_adj (not Linux)")
+
+
+@needs_oom_adj
+def test_the_kill_order_goes_from_the_oldest_process_to_the_youngest_and_its_children() -> None:
+    import subprocess
+    import sys
+
+    from live.evaluator.host_memory import KILL_ORDER_SPAN, set_kill_order
+
+    def adj(pid: int) -> int:
+        return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
+
+    parent_code = ("import subprocess, sys, time; "
+                   "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                   "time.sleep(60)")
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]),
+             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]),
+             subprocess.Popen([sys.executable, "-c", parent_code])]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    try:
+        import psutil
+
+        youngest = psutil.Process(procs[2].pid)
+        for _ in range(200):  # its child starts
+            if youngest.children():
+                break
+            threading.Event().wait(0.05)
+        child = youngest.children()[0].pid
+        done = set_kill_order([procs[0].pid, gone.pid, procs[1].pid, procs[2].pid])
+        # four ranks (the process that is gone keeps its place), the child as its parent
+        assert done == 4
+        assert [adj(p.pid) for p in procs] == [0, round(KILL_ORDER_SPAN * 2 / 3),
+                                               KILL_ORDER_SPAN]
+        assert adj(child) == KILL_ORDER_SPAN
+        set_kill_order([procs[2].pid])  # alone it is the oldest: back to 0
+        assert adj(procs[2].pid) == 0 and adj(child) == 0
+    finally:
+        for proc in procs:
+            for kid in psutil.Process(proc.pid).children(recursive=True):
+                kid.kill()
+            proc.kill()
+            proc.wait()
+
+
+def _adj_reading_script(path: Path, marks: Path, name: str, names: list[str]) -> str:
+    """A script that waits for the others to run, records its oom_score_adj, and waits until
+    each has recorded its own before it ends (so every reading sees all of them running)."""
+    path.write_text(
+        "import pathlib, time\n"
+        f"marks = pathlib.Path({str(marks)!r})\n"
+        f"names = {names!r}\n"
+        "def wait_for(suffix):\n"
+        "    deadline = time.time() + 60\n"
+        "    while not all((marks / (n + suffix)).exists() for n in names):\n"
+        "        assert time.time() < deadline\n"
+        "        time.sleep(0.02)\n"
+        f"(marks / {name + '_up'!r}).write_text('')\n"
+        "wait_for('_up')\n"
+        "time.sleep(0.3)\n"
+        f"(marks / {name + '_adj'!r}).write_text(open('/proc/self/oom_score_adj').read())\n"
+        "wait_for('_adj')\n")
+    return str(path)
+
+
+@needs_oom_adj
+@pytest.mark.parametrize("admission", [True, False])
+def test_running_calls_are_ranked_for_the_out_of_memory_killer_by_age(
+        tmp_path: Path, admission: bool) -> None:
+    """D93: with host admission, the oldest running call's worker gets 0, the youngest 1000."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    names = ["a", "b", "c"]
+    calls = [Call(n, PLAIN, {"operator_path": _adj_reading_script(tmp_path / f"{n}.py", marks, n,
+                                                                  names)}, 120) for n in names]
+    room = HostRoom(0) if admission else None
+    results = run_calls(calls, device="cpu", workers=3, host_room=room)
+    assert all(r["status"] == "ok" for r in results.values()), results
+    adjs = {n: int((marks / f"{n}_adj").read_text()) for n in names}
+    if admission:
+        assert sorted(adjs.values()) == [0, 500, 1000]
+    else:
+        own = int(Path("/proc/self/oom_score_adj").read_text())
+        assert set(adjs.values()) == {own}  # inherited, untouched
