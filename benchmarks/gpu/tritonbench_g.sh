@@ -12,7 +12,7 @@
 #
 # Leaves under $OUT: run.txt (machine, versions, times), check_cold.json / check_warm.json
 # (`kernelband tasks check --json`), check_cold.err (both loads' stderr), tb-cache.tgz (the check cache), live.log,
-# host_available_mib.txt (the host's available memory every 2 s), and after the live run
+# host_available_mib.txt (the host's available memory every 2 s), oom_adj.txt (D93's ranks), and after the live run
 # tb-live.tar.gz (the trace).
 set -uo pipefail
 : "${OUT:?OUT must be set}"
@@ -35,7 +35,13 @@ ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 ( while :; do echo "$(date +%s) $(awk '/MemAvailable/ {print int($2/1024)}' /proc/meminfo)"
   sleep 2; done ) > "$OUT/host_available_mib.txt" 2>/dev/null &
 sampler=$!
-trap 'kill $sampler 2>/dev/null' EXIT
+# how many processes the out-of-memory killer is steered away from / towards (D93), every 2 s:
+# epoch seconds, processes with a raised oom_score_adj, the highest
+( while :; do echo "$(date +%s) $(cat /proc/[0-9]*/oom_score_adj 2>/dev/null \
+    | awk '$1 > 0 {n++; if ($1 > m) m = $1} END {print n + 0, m + 0}')"
+  sleep 2; done ) > "$OUT/oom_adj.txt" 2>/dev/null &
+adj_sampler=$!
+trap 'kill $sampler $adj_sampler 2>/dev/null' EXIT
 if [ "$phase" = load ]; then
   # the cold load (both caches empty); a live trace there is resumed (FRESH=1: not)
   rm -rf "$state/kb-cache" "$state/triton-cache"
