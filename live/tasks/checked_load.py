@@ -197,7 +197,8 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
            timeout_s: float) -> dict[str, Any] | None:
     """Gold-check `items` in workers; the plain script of every failed one (and of
     `unexplained`, failures checked earlier) runs in the same pool as soon as its check fails;
-    `keep(name, record)` as each result comes. On a GPU, what host-memory admission did."""
+    `keep(name, record)` as each result comes. On a GPU, what host-memory admission did and
+    which checks the system killed for memory (when in the load, after how long running)."""
     if not items and not unexplained:
         return None
     # NOTE (D84): on a GPU host, no check starts while the host's memory is short (the system's
@@ -227,6 +228,7 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
 
     fault_retries: dict[str, int] = {}
     requeued: set[str] = set()  # checks killed by the system and queued again (D92)
+    killed: list[dict[str, Any]] = []  # each kill by the system: which check, when (D93)
     originals = {call.key: call for call in calls}
     second: dict[str, dict[str, Any]] = {}  # first-check records whose second check is due
     second_lock = threading.Lock()  # `second` and its records, between worker threads
@@ -242,7 +244,10 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 return None
             early[call.key] = None
         bar.total += 1
-        return plain
+        # at the front: its check already runs longest, so the plain script is on the load's
+        # critical path (queued at the back, it waited ~40 s for the queue and ended an H200
+        # cold load 21 s after the last check did)
+        return replace(plain, front=True)
 
     def attach_early(name: str) -> None:
         """A failed check's plain-script outcome, if its early run has ended."""
@@ -347,6 +352,10 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 alone[call.key] = replace(call, tail=False)
                 return None
             bar.total += 1
+            if _killed_by_system(result):
+                killed.append({"check": call.key,
+                               "at_s": round(time.perf_counter() - started, 1),
+                               "after_s": round(float(result.get("wall_s") or 0.0), 1)})
             if _killed_by_system(result) and call.key not in requeued:
                 # NOTE (D92): the host ran short beside the others; checked again at once, as
                 # the next call to start (once the host has room), in a fresh worker
@@ -391,7 +400,9 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                       env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
                       follow_up=lambda call, result: plain_script_of_failure(
                           call, result, retried=True))
-    return room.info() if room is not None else None
+    if room is None and not killed:
+        return None
+    return {**(room.info() if room is not None else {}), "killed_by_system": killed}
 
 
 def _oom(result: dict[str, Any]) -> bool:

@@ -108,6 +108,8 @@ def test_a_first_wave_check_past_the_base_limit_starts_its_plain_script_beside_i
     assert pool.pools[0]["keys"] == [cl.PLAIN_KEY + "tuned", "tuned", cl.PLAIN_KEY + "c", "c",
                                      "a", "b", cl.SECOND_KEY + "b", cl.PLAIN_KEY + "b"]
     assert loaded.tasks == ["a", "c"]  # c passed: its plain script's outcome is not used
+    # a plain script started at a check's overtime goes ahead of the checks queued
+    assert pool.pools[0]["front"] == [cl.PLAIN_KEY + "tuned", cl.PLAIN_KEY + "c"]
     plain = {s.op: s.plain_script for s in loaded.skipped}
     assert plain == {"tuned": "fails: timeout: exceeded 1 s", "b": "passes"}
 
@@ -260,6 +262,10 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
     assert first["keys"].count("huge") == 2 and "tail:huge" not in first["keys"]
     assert "tail:twice" in first["keys"]  # killed twice: the tail, with more room
     assert sorted(loaded.tasks) == ["a", "huge", "twice"]
+    # the load's statistics say which checks the system killed (D93's measure)
+    kills = loaded.stats["host_memory"]["killed_by_system"]
+    assert [kill["check"] for kill in kills] == ["huge", "twice", "twice"]
+    assert all(kill["at_s"] >= 0 for kill in kills)
 
 
 def test_check_workers_autotune_quickly(monkeypatch) -> None:
