@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,26 @@ def _device_info(device: str) -> dict[str, Any]:
     )
     return {"device": "cuda", "device_name": props.name, "limits": limits.__dict__,
             "capability": f"{props.major}.{props.minor}", "torch": torch.__version__}
+
+
+def _print_options_resetter() -> Callable[[], None]:
+    """A function that puts torch's and NumPy's print options back as they are now.
+
+    The code a worker runs may change them for the whole process: TritonBench-G's
+    `matrix_reduction` calls ``torch.set_printoptions(profile='full')``, and
+    `nested_loops_processing`, which prints its 4 to 8 million element outputs, then took
+    145-170 s instead of 0.4 s when it was next in the same worker (two of six H200 cold loads,
+    where it ended the load); a live run's candidates do the same."""
+    import numpy
+    import torch
+
+    numpy_options = numpy.get_printoptions()
+
+    def reset() -> None:
+        torch.set_printoptions(profile="default")
+        numpy.set_printoptions(**numpy_options)
+
+    return reset
 
 
 def main() -> None:
@@ -92,10 +113,12 @@ def main() -> None:
 
     install_guard(home)  # candidates' own code: no network, processes or writes outside cwd
     write_frame(proto_out, ("ready", info))
+    reset_print_options = _print_options_resetter()
     while True:
         request = read_frame_fd(proto_in.fileno())
         if request is None or request.get("op") == "exit":
             break
+        reset_print_options()
         workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
         os.chdir(workdir)
         started = time.perf_counter()

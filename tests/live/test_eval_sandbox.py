@@ -148,3 +148,20 @@ def test_kernel_row_matches_schema(evaluator: Evaluator) -> None:
     assert row["profiled"] is False and row["hw_sig"] is None
     assert row["phi"][1] is None  # NaN (unknown registers) stored as null
     assert row["timing_backend"] == "cpu-interpreter"
+
+
+def test_print_options_a_candidate_sets_do_not_reach_the_next_one() -> None:
+    """TritonBench-G's `matrix_reduction` sets torch's print options to 'full' for the whole
+    process; the next code in that worker must print (and take) as long as it would alone."""
+    leaks = (source("vadd_good") + "\nimport numpy, torch\n"
+             "torch.set_printoptions(profile='full')\nnumpy.set_printoptions(threshold=10**9)\n")
+    checks = (source("vadd_good") + "\nimport numpy, torch\n"
+              "assert torch._tensor_str.PRINT_OPTS.threshold == 1000, 'torch options leaked'\n"
+              "assert numpy.get_printoptions()['threshold'] == 1000, 'numpy options leaked'\n")
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=5, compile_timeout_s=60,
+                   memory_limit_mb=8192) as ev:
+        first = ev.evaluate("vadd", leaks, seed=0)
+        second = ev.evaluate("vadd", checks, seed=0)
+        assert first.status == "ok" and not first.worker_recycled, first.error
+        assert second.status == "ok", second.error
+        assert ev.workers_started == 1  # both ran in the one worker
