@@ -4,7 +4,8 @@
 #   bash benchmarks/gpu/live_run.sh NAME [kernelband live options...]
 #
 # Picks up .gpu-runs/NAME.tar.gz (the trace so far, carried from this machine) if present,
-# resumes the run for MAX_WALL seconds, and leaves the trace as $OUT/NAME.tar.gz plus the log.
+# resumes the run for MAX_WALL seconds (STOP_S in all), and leaves the trace as $OUT/NAME.tar.gz
+# plus the log (which ends with `kernelband traces validate`).
 set -uo pipefail
 name=$1; shift
 : "${OUT:?OUT must be set}"
@@ -29,9 +30,14 @@ else
   resume=
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/$name.gpu.txt"
-python3 -m kernelband.cli live --out "$work/$name" $resume --max-wall "$MAX_WALL" --quiet "$@" \
+# --max-wall counts from when the tasks are loaded and only stops new attempts: those in flight
+# still end (a TritonBench-G evaluation can take minutes). So the run gets STOP_S seconds in all
+# (default MAX_WALL + 150) and then SIGINT, and the trace is packed below whatever happened
+timeout -s INT -k 30 "${STOP_S:-$((MAX_WALL + 150))}" \
+  python3 -m kernelband.cli live --out "$work/$name" $resume --max-wall "$MAX_WALL" --quiet "$@" \
   2>&1 | tee "$OUT/$name.log"
 rc=${PIPESTATUS[0]}
+python3 -m kernelband.cli traces validate "$work/$name" 2>&1 | tee -a "$OUT/$name.log"
 tar -czf "$OUT/$name.tar.gz" -C "$work" "$name"
 echo "live rc=$rc"
 exit "$rc"
