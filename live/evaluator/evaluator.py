@@ -13,6 +13,7 @@ at once in the background, and the evaluator keeps serving.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import asdict, fields
@@ -22,13 +23,15 @@ from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
-from live.evaluator.host_memory import HostRoom, total_bytes
+from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess
 from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec, task_language
 from live.evaluator.timing import TimingConfig
+
+log = logging.getLogger(__name__)
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
 
@@ -93,7 +96,9 @@ class Evaluator:
         host_room: host-memory admission (`live.evaluator.host_memory`, NOTE D84): no
             evaluation starts while the host's available memory is under its reserve and
             another one is running; None: the default reserve on a GPU, none on a CPU;
-            ``False``: none.
+            ``False``: none. With admission, the running evaluations' workers are also ranked
+            for the system's out-of-memory killer, the youngest first to go (D93), and an
+            evaluation whose worker the system killed runs once more in a fresh worker (D94).
     """
 
     def __init__(
@@ -159,6 +164,9 @@ class Evaluator:
         if host_room is None:
             host_room = HostRoom() if self.device == "cuda" else False
         self.host_room: HostRoom | None = host_room or None
+        self.kill_order: KillOrder | None = KillOrder() if self.host_room is not None else None
+        #: evaluations whose worker the system killed (D94), each run again once
+        self.killed_by_system = 0
         self._running = 0
         self._idle: AffinityQueue[WorkerProcess] = AffinityQueue()
         self._all: set[WorkerProcess] = set()
@@ -251,7 +259,19 @@ class Evaluator:
         with self._lock:
             self._running += 1
         try:
-            return self._evaluate(task_name, code, kid, seed, baseline_code, started)
+            result = self._evaluate(task_name, code, kid, seed, baseline_code, started)
+            if self.host_room is not None and _killed_by_system(result) and not self._closed:
+                # NOTE (D94): the host ran out of memory (the system's killer sent SIGKILL; a
+                # time-out or the worker's own limit reads otherwise): the machine's failure,
+                # not the candidate's. Once more (the killed worker is replaced), when the host
+                # has room
+                with self._lock:
+                    self.killed_by_system += 1
+                log.warning("%s: the system killed the worker evaluating a candidate (the host "
+                            "ran out of memory); evaluating it again", task_name)
+                self.host_room.wait(lambda: self._running - 1, lambda: self._closed)
+                result = self._evaluate(task_name, code, kid, seed, baseline_code, started)
+            return result
         finally:
             with self._lock:
                 self._running -= 1
@@ -260,6 +280,9 @@ class Evaluator:
                   baseline_code: str | None, started: float) -> EvalResult:
         worker = self._idle.get(prefer=task_name)
         healthy = False
+        turn = object()  # this evaluation, in the kill order
+        if self.kill_order is not None:
+            self.kill_order.started(turn, worker.proc.pid)
         try:
             worker.wait_ready(self.startup_timeout_s)
             ready_s = time.perf_counter() - started
@@ -271,6 +294,8 @@ class Evaluator:
                                 worker_recycled=not healthy,
                                 device_name=(worker.info or {}).get("device_name"))
         finally:
+            if self.kill_order is not None:
+                self.kill_order.ended(turn)
             if healthy and worker.alive:
                 self._idle.put(worker, task_name)
             else:
@@ -401,3 +426,8 @@ class Evaluator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _killed_by_system(result: EvalResult) -> bool:
+    """A worker that died of a SIGKILL the evaluator did not send (D80, D94)."""
+    return result.status == "runtime_error" and "(SIGKILL)" in str(result.error)

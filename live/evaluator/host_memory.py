@@ -170,3 +170,35 @@ def set_kill_order(pids_oldest_first: Sequence[int]) -> int:
                 continue
             done += 1
     return done
+
+
+class KillOrder:
+    """The work running now, each with its worker's pid, kept in `set_kill_order`'s order.
+
+    `started(key, pid)` and `ended(key)` rank every running worker again (D93); one update at a
+    time, so that the last to write saw the latest set. Shared by the threads that run work.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[object, tuple[float, int]] = {}
+
+    def started(self, key: object, pid: int) -> None:
+        """`key`'s work began in process `pid`: it is now the youngest."""
+        with self._lock:
+            self._running[key] = (time.perf_counter(), pid)
+            self._steer()
+
+    def ended(self, key: object) -> None:
+        """`key`'s work is over (a key not running is ignored)."""
+        with self._lock:
+            if self._running.pop(key, None) is not None:
+                self._steer()
+
+    def pids(self) -> list[int]:
+        """The running work's processes, the oldest first."""
+        with self._lock:
+            return [pid for _, pid in sorted(self._running.values())]
+
+    def _steer(self) -> None:  # lock held
+        set_kill_order([pid for _, pid in sorted(self._running.values())])

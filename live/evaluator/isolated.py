@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live.evaluator.host_memory import HostRoom, set_kill_order
+from live.evaluator.host_memory import HostRoom, KillOrder
 from live.evaluator.sandbox import WorkerProcess
 
 #: the package a call's function must come from
@@ -104,7 +104,7 @@ def run_calls(
     `tail_slots` tail calls in all. With `host_room`, no call starts while the host's available
     memory is under its reserve and another call is running (NOTE (D84)); a call that waited
     so has ``host_wait_s`` in its result, and the system's out-of-memory killer is steered to
-    the youngest running call (NOTE (D93), `set_kill_order`). A call with ``overtime_s`` that
+    the youngest running call (NOTE (D93), `KillOrder`). A call with ``overtime_s`` that
     runs past it is passed to ``overtime(call)`` once, which may return a call to queue at once
     (beside it); idle workers stay while such a call may still come.
     """
@@ -126,19 +126,9 @@ def run_calls(
     wait = object()  # take(): nothing to start now, look again
     running: dict[int, tuple[Call, float]] = {}  # slot -> call, when it started
     fired: set[str] = set()  # calls passed to overtime()
-    pids: dict[int, int] = {}  # slot -> the pid of the worker running its call
-    steering = threading.Lock()  # one kill-order update at a time, each from a fresh snapshot
-
-    def steer_killer() -> None:
-        """Order the running calls' workers for the out-of-memory killer, youngest first to
-        go (D93); only with host-memory admission (a GPU host)."""
-        if host_room is None:
-            return
-        with steering:
-            with lock:
-                order = [pids[slot] for slot in sorted(running, key=lambda s: running[s][1])
-                         if slot in pids]
-            set_kill_order(order)
+    # the running calls' workers, ranked for the out-of-memory killer (D93); only with
+    # host-memory admission (a GPU host)
+    kill_order = KillOrder() if host_room is not None else None
 
     def may_overrun() -> bool:
         """Whether a running call may still reach its overtime (lock held)."""
@@ -214,8 +204,8 @@ def run_calls(
                 call_started = time.perf_counter()
                 with lock:
                     running[slot] = (call, call_started)
-                    pids[slot] = current.proc.pid
-                steer_killer()
+                if kill_order is not None:
+                    kill_order.started(slot, current.proc.pid)
                 result, healthy = _one_call(current, call, startup_timeout_s)
                 result["wall_s"] = time.perf_counter() - call_started
                 result["worker_pid"] = current.proc.pid  # which worker ran it
@@ -223,12 +213,12 @@ def run_calls(
                     result["host_wait_s"] = round(host_waits[call.key], 3)
                 with lock:
                     running.pop(slot, None)
-                    pids.pop(slot, None)
                     state["in_flight"] -= 1
                     if call.tail:
                         result["beside"] = beside.pop(slot)
                     results[call.key] = result
-                steer_killer()
+                if kill_order is not None:
+                    kill_order.ended(slot)
                 if call.tail and healthy:
                     current.shutdown()
                 elif not healthy:

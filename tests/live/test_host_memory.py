@@ -248,3 +248,63 @@ def test_running_calls_are_ranked_for_the_out_of_memory_killer_by_age(
     else:
         own = int(Path("/proc/self/oom_score_adj").read_text())
         assert set(adjs.values()) == {own}  # inherited, untouched
+
+
+@pytest.mark.parametrize("admission", [True, False])
+def test_an_evaluation_whose_worker_the_system_kills_runs_again(admission: bool) -> None:
+    """D94: a SIGKILL the evaluator did not send (the host's out-of-memory killer) is the
+    machine's failure: with admission (a GPU host) the candidate is evaluated once more, in a
+    replaced worker; a second kill, or no admission, is the result."""
+    import os
+    import signal
+
+    import psutil
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
+    slow = "import time\ntime.sleep(1.5)\n" + good  # long enough to be killed while loading
+    room = HostRoom(0) if admission else False
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=30, compile_timeout_s=60,
+                   memory_limit_mb=8192, host_room=room) as ev:
+        assert ev.device_info  # the worker is up
+        kills: list[int] = []
+
+        def serving(pid: int) -> bool:
+            """The worker runs a candidate (it works in a candidate's folder)."""
+            try:
+                return "cand-" in psutil.Process(pid).cwd()
+            except psutil.Error:
+                return False
+
+        def kill_running(times: int) -> None:
+            for _ in range(times):
+                for _ in range(1000):  # a worker not killed yet loads the candidate
+                    pids = ev.kill_order.pids() if ev.kill_order is not None else [
+                        w.proc.pid for w in ev._all]
+                    if pids and pids[0] not in kills and serving(pids[0]):
+                        break
+                    threading.Event().wait(0.02)
+                threading.Event().wait(0.3)  # into its 1.5 s of loading
+                os.kill(pids[0], signal.SIGKILL)
+                kills.append(pids[0])
+
+        killer = threading.Thread(target=kill_running, args=(1,))
+        killer.start()
+        result = ev.evaluate("vadd", slow, seed=0)
+        killer.join()
+        if admission:
+            assert result.status == "ok", result.error
+            assert ev.killed_by_system == 1 and ev.workers_started == 2
+            assert ev.kill_order is not None and ev.kill_order.pids() == []
+            # killed twice: the second death is the result
+            killer = threading.Thread(target=kill_running, args=(2,))
+            killer.start()
+            twice = ev.evaluate("vadd", slow + "\n# again\n", seed=0)
+            killer.join()
+            assert twice.status == "runtime_error" and "(SIGKILL)" in str(twice.error)
+            assert ev.killed_by_system == 2
+        else:
+            assert result.status == "runtime_error" and "(SIGKILL)" in str(result.error)
+            assert ev.killed_by_system == 0
