@@ -156,13 +156,21 @@ def set_kill_order(pids_oldest_first: Sequence[int]) -> int:
     import psutil
 
     n = len(pids_oldest_first)
+    if n == 0:
+        return 0
+    children: dict[int, list[int]] = {}  # one pass over the processes, not one per worker
+    for proc in psutil.process_iter(["ppid"]):
+        children.setdefault(proc.info["ppid"], []).append(proc.pid)
     done = 0
     for rank, pid in enumerate(pids_oldest_first):
         adj = 0 if n == 1 else round(KILL_ORDER_SPAN * rank / (n - 1))
-        try:
-            family = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
-        except psutil.Error:
+        if not psutil.pid_exists(pid):
             continue
+        family, todo = [], [pid]
+        while todo:
+            member = todo.pop()
+            family.append(member)
+            todo.extend(children.get(member, []))
         for member in family:
             try:
                 Path(f"/proc/{member}/oom_score_adj").write_text(f"{adj}\n")
