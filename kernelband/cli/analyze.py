@@ -17,6 +17,7 @@ import click
 #: subcommand name -> (module, attribute)
 _SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim2real": ("kernelband.cli.analyze_sim2real", "sim2real"),
+    "head-to-head": ("kernelband.cli.analyze_head_to_head", "head_to_head"),
 }
 
 
