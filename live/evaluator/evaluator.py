@@ -26,7 +26,7 @@ from live.evaluator.hashing import kernel_id
 from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
-from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.sandbox import WorkerProcess, killed_by_system
 from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec, task_language
 from live.evaluator.timing import TimingConfig
@@ -430,4 +430,4 @@ class Evaluator:
 
 def _killed_by_system(result: EvalResult) -> bool:
     """A worker that died of a SIGKILL the evaluator did not send (D80, D94)."""
-    return result.status == "runtime_error" and "(SIGKILL)" in str(result.error)
+    return result.status == "runtime_error" and killed_by_system(result.error)

@@ -146,7 +146,7 @@ class WorkerProcess:
                     return Received("memory", detail=f"host memory {rss_mb:.0f} MB > limit "
                                                      f"{self.memory_limit_mb} MB")
 
-    def _death(self) -> Received:
+    def _death(self) -> Received:  # its detail is what `killed_by_system` reads
         try:
             returncode = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -201,3 +201,10 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+
+def killed_by_system(error: object) -> bool:
+    """Whether a worker's death (`WorkerProcess._death`'s detail, as a result's error) was a
+    SIGKILL that kernelband did not send: the system's out-of-memory killer (D80). Its own kills
+    read otherwise (a time-out, the worker's memory limit)."""
+    return "(SIGKILL)" in str(error)

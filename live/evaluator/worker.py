@@ -54,8 +54,8 @@ def _print_options_resetter() -> Callable[[], None]:
     The code a worker runs may change them for the whole process: TritonBench-G's
     `matrix_reduction` calls ``torch.set_printoptions(profile='full')``, and
     `nested_loops_processing`, which prints its 4 to 8 million element outputs, then took
-    145-170 s instead of 0.4 s when it was next in the same worker (two of six H200 cold loads,
-    where it ended the load); a live run's candidates do the same."""
+    145-170 s instead of 0.4 s when it was next in the same worker (three of ten H200 cold
+    loads; in one it ended the load); a live run's candidates could do the same."""
     import numpy
     import torch
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from live.evaluator.host_memory import HostRoom
 from live.evaluator.isolated import Call, default_workers, run_calls
+from live.evaluator.sandbox import killed_by_system
 from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
@@ -352,11 +353,12 @@ def _check(task_spec: str, items: Sequence[CheckItem], unexplained: Sequence[Che
                 alone[call.key] = replace(call, tail=False)
                 return None
             bar.total += 1
-            if _killed_by_system(result):
+            by_system = _killed_by_system(result)
+            if by_system:
                 killed.append({"check": call.key,
                                "at_s": round(time.perf_counter() - started, 1),
                                "after_s": round(float(result.get("wall_s") or 0.0), 1)})
-            if _killed_by_system(result) and call.key not in requeued:
+            if by_system and call.key not in requeued:
                 # NOTE (D92): the host ran short beside the others; checked again at once, as
                 # the next call to start (once the host has room), in a fresh worker
                 requeued.add(call.key)
@@ -419,7 +421,7 @@ def _oom(result: dict[str, Any]) -> bool:
 
 def _killed_by_system(result: dict[str, Any]) -> bool:
     """A worker that died of a SIGKILL kernelband did not send (D80)."""
-    return result.get("status") == "crashed" and "(SIGKILL)" in str(result.get("error"))
+    return result.get("status") == "crashed" and killed_by_system(result.get("error"))
 
 
 def _reason(result: dict[str, Any]) -> str:
