@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
 
+#: NOTE (D94) how many workers an evaluation may start when the system kills them as they start
+STARTUP_TRIES = 3
+
 
 def gpu_worker_host_limit_mb() -> int:
     """A GPU evaluator worker's host-memory limit (RSS watch): half the host, 32-64 GiB.
@@ -284,7 +287,7 @@ class Evaluator:
         if self.kill_order is not None:
             self.kill_order.started(turn, worker.proc.pid)
         try:
-            worker.wait_ready(self.startup_timeout_s)
+            worker = self._wait_ready(worker, turn, task_name)
             ready_s = time.perf_counter() - started
             result, healthy = self._run(worker, task_name, code, kid, seed, baseline_code)
             latency = time.perf_counter() - started - ready_s
@@ -302,6 +305,32 @@ class Evaluator:
                 self._retire(worker)
                 if not self._closed:
                     self._idle.put(self._spawn())
+
+    def _wait_ready(self, worker: WorkerProcess, turn: object, task_name: str) -> WorkerProcess:
+        """`worker` once it has started, or a replacement if the system killed it while it
+        started (D94: the youngest process is the killer's first pick); raises as
+        `WorkerProcess.wait_ready` for any other failure, or after `STARTUP_TRIES` kills."""
+        for attempt in range(1, STARTUP_TRIES + 1):
+            try:
+                worker.wait_ready(self.startup_timeout_s)
+                return worker
+            except RuntimeError as exc:
+                if (self.host_room is None or self._closed or attempt == STARTUP_TRIES
+                        or not killed_by_system(exc)):
+                    raise
+                with self._lock:
+                    self.killed_by_system += 1
+                log.warning("%s: the system killed an evaluator worker while it started (the "
+                            "host ran out of memory); starting another", task_name)
+                self._retire(worker)
+                # the host has room again (this evaluation is counted in _running) first
+                assert self.host_room is not None
+                self.host_room.wait(lambda: self._running - 1, lambda: self._closed)
+                worker = self._spawn()
+                if self.kill_order is not None:
+                    self.kill_order.ended(turn)
+                    self.kill_order.started(turn, worker.proc.pid)
+        raise AssertionError("unreachable")
 
     def _run(self, worker: WorkerProcess, task_name: str, code: str, kid: str, seed: int,
              baseline_code: str | None) -> tuple[EvalResult, bool]:
@@ -351,7 +380,8 @@ class Evaluator:
             got = worker._death()
             return failure("runtime_error", kid, task_name, got.detail, **base), False
         phase_timeout, phase = self.compile_timeout_s, "compile"
-        waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0}
+        waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0,
+                 "yield_wait_s": 0.0}
         while True:
             got = worker.receive(phase_timeout)
             if got.kind == "timeout":
@@ -364,6 +394,16 @@ class Evaluator:
                 return failure("runtime_error", kid, task_name,
                                f"memory limit exceeded: {got.detail}", **base), False
             tag, payload = got.message
+            if tag == "phase" and payload == "release":
+                # NOTE (D95): a check lets the shared side go while it makes a shape's inputs
+                # on the CPU; it keeps its memory-pool reservation and asks for "shared" again
+                if held is not None and held[0] == "shared":
+                    self.gpu_lock.release_shared()
+                    held[0] = "none"
+                if not worker.send({"op": "go"}):
+                    got = worker._death()
+                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                continue
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
                            reserved if reserved is not None else [0], waits)
@@ -377,7 +417,7 @@ class Evaluator:
                 continue
             values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
             if held is not None:
-                values.update(waits)
+                values.update({k: v for k, v in waits.items() if not k.startswith("_")})
             values.setdefault("timing_backend", base["timing_backend"])
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
@@ -388,8 +428,9 @@ class Evaluator:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
         time: the phase timeout starts once it is granted). Checking (shared) first reserves
         the task's bytes from the memory plan's pool, before waiting for the lock so that a
-        waiting reservation never holds timings back; timing gives them back (the worker has
-        emptied its allocator cache, and nothing else runs beside a timing)."""
+        waiting reservation never holds timings back, and keeps them to the end of the
+        evaluation: NOTE (D95) checks that let the lock go to make a shape's inputs still hold
+        their tensors beside a timing, so the pool must still count the timing's."""
         assert self.gpu_lock is not None
         if held[0] == want:
             return
@@ -398,15 +439,19 @@ class Evaluator:
         elif held[0] == "exclusive":
             self.gpu_lock.release_exclusive()
         held[0] = "none"
-        self._give_back(reserved)
         started = time.perf_counter()  # waits: pool_wait_s, shared_wait_s, timing_wait_s
         if want == "shared":
-            if self.memory_pool is not None and self.memory_plan is not None:
+            # back to checking after a shape's inputs were made off the lock (D95): the
+            # reservation is still held, and the wait is the timings' (yield_wait_s)
+            again = waits.get("_checking", 0.0) > 0.0
+            waits["_checking"] = 1.0
+            if (not reserved[0] and self.memory_pool is not None
+                    and self.memory_plan is not None):
                 reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))
             pooled = time.perf_counter()
             waits["pool_wait_s"] += pooled - started
             self.gpu_lock.acquire_shared()
-            waits["shared_wait_s"] += time.perf_counter() - pooled
+            waits["yield_wait_s" if again else "shared_wait_s"] += time.perf_counter() - pooled
         else:
             self.gpu_lock.acquire_exclusive()
             waits["timing_wait_s"] += time.perf_counter() - started

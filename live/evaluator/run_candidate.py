@@ -322,6 +322,7 @@ class CandidateRunner:
         n_seeds = int(request.get("n_seeds", 3))
         dev = self.device
         module = self._load(request["code"], workdir, task, names)
+        phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
         # the memory plan's dropped shapes (indices into the timed list) are left out, and so
         # are the shapes the load-time gold check dropped; the shapes where the gold code
         # disagrees with itself are timed but not compared (NOTE D73)
@@ -365,7 +366,7 @@ class CandidateRunner:
             else None
         failures: dict[int, dict[str, str]] = {}
 
-        def check(entry: tuple[dict, int, int | None]) -> None:
+        def check(entry: tuple[dict, int, int | None], inputs: tuple | None = None) -> None:
             shape, shape_seed, index = entry
             phases["failed_shape"] = index
             if peaks is not None and index is not None:
@@ -373,8 +374,9 @@ class CandidateRunner:
                 torch.cuda.reset_peak_memory_stats()
                 before = torch.cuda.memory_allocated()
             try:
-                self._run_check(task, module, self._make_inputs(task, shape, shape_seed),
-                                f"shape {shape} seed {shape_seed}")
+                if inputs is None:
+                    inputs = self._make_inputs(task, shape, shape_seed)
+                self._run_check(task, module, inputs, f"shape {shape} seed {shape_seed}")
             except Outcome as outcome:
                 # out of memory is not a sticky fault (a worker recycles after any runtime
                 # error only to be safe): the check goes on with the next shape
@@ -422,11 +424,27 @@ class CandidateRunner:
             if request.get("shape_cap_s") is not None:
                 deadline = min(deadline, received + float(request["shape_cap_s"]))
         not_reached: list[int] = []
+        # NOTE (D95): a check holds the GPU lock's shared side only while it runs on the GPU:
+        # each shape's inputs (TritonBench-G makes them on the CPU, seconds for the big ones,
+        # then copies them) are made with the lock let go, so a batch of timings waits for the
+        # GPU work of the shape in progress, not for whole checks. (Not when measuring peaks:
+        # a gold check counts its inputs in a shape's peak.)
+        off_lock = await_turn is not None and peaks is None
         for entry in plan[1:]:
             if deadline is not None and entry[2] is not None and time.perf_counter() > deadline:
                 not_reached.append(entry[2])
                 continue
-            check(entry)
+            inputs = None
+            if off_lock:
+                self._sync()  # our GPU work so far is done before we let go
+                if not await_turn("release"):
+                    raise Outcome("runtime_error", "the evaluator went away while checking",
+                                  recycle=True)
+                inputs = self._make_inputs(task, entry[0], entry[1])
+                if not await_turn("shared"):
+                    raise Outcome("runtime_error", "the evaluator went away while checking",
+                                  recycle=True)
+            check(entry, inputs)
         if not_reached:
             phases["not_reached"] = not_reached
         if peaks is not None:
@@ -455,6 +473,7 @@ class CandidateRunner:
         if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
             return {"status": "ok", "error": None, "correct": True, "recycle": False, **phases}
 
+        prepared = time.perf_counter()
         baseline_code = request.get("baseline_code")
         base_module = None
         if baseline_code is not None:
@@ -463,6 +482,8 @@ class CandidateRunner:
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone
             self._release_cached_memory()  # what the plan's pool gets back is free on the card
+        phases["prep_s"] = time.perf_counter() - prepared
+        if await_turn is not None:
             if not await_turn("timing"):
                 raise Outcome("runtime_error", "the evaluator went away before timing",
                               recycle=True)

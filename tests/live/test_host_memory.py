@@ -308,3 +308,32 @@ def test_an_evaluation_whose_worker_the_system_kills_runs_again(admission: bool)
         else:
             assert result.status == "runtime_error" and "(SIGKILL)" in str(result.error)
             assert ev.killed_by_system == 0
+
+
+@pytest.mark.parametrize("admission", [True, False])
+def test_a_worker_the_system_kills_while_it_starts_is_replaced(admission: bool) -> None:
+    """D94: the youngest process is the killer's first pick, so a worker can die while it
+    imports torch. With admission (a GPU host) the evaluation starts another worker and goes
+    on; without, the failure to start is raised as before."""
+    import os
+    import signal
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
+    room = HostRoom(0) if admission else False
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=30, compile_timeout_s=60,
+                   memory_limit_mb=8192, host_room=room) as ev:
+        (first,) = list(ev._all)
+        os.kill(first.proc.pid, signal.SIGKILL)  # still importing torch: not ready yet
+        first.proc.wait(timeout=10)
+        if admission:
+            result = ev.evaluate("vadd", good, seed=0)
+            assert result.status == "ok", result.error
+            assert ev.killed_by_system == 1 and ev.workers_started == 2
+            assert first not in ev._all and len(ev._all) == 1
+        else:
+            with pytest.raises(RuntimeError, match=r"failed to start \(died\).*SIGKILL"):
+                ev.evaluate("vadd", good, seed=0)
+            assert ev.killed_by_system == 0
