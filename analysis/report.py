@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -185,20 +186,21 @@ def _verdict(section: str, tables: dict[str, pd.DataFrame]) -> str:
     return "<ul class='verdict'>" + "".join(f"<li>{html.escape(p)}</li>" for p in parts) + "</ul>"
 
 
-def render_report(analysis: Analysis, *, title: str | None = None) -> str:
-    """The report page for ``analysis`` as HTML text."""
+def _blocks(analysis: Analysis, prefix: str = "") -> tuple[list[str], list[str]]:
+    """One analysis's sections (verdict, the SECTIONS that have content, notes, parameters)
+    and their nav links, with element ids prefixed by `prefix` (several datasets on a page)."""
     blocks, nav = [], []
     verdict = verdict_html(analysis.question, analysis.verdict, analysis.tables.get("verdict"),
                            analysis.figures.get("verdict"))
     if verdict:
-        blocks.append(verdict)
-        nav.append("<a href='#verdict'>Verdict</a>")
+        blocks.append(verdict.replace("id='verdict", f"id='{prefix}verdict", 2))
+        nav.append(f"<a href='#{prefix}verdict'>Verdict</a>")
     for key, heading, howto, figures, tables in SECTIONS:
         figs = [f for f in figures if f in analysis.figures]
         tabs = [t for t in tables if t in analysis.tables]
         if not figs and not tabs:
             continue
-        body = [f"<section id='{key}'><h2>{html.escape(heading)}</h2>",
+        body = [f"<section id='{prefix}{key}'><h2>{html.escape(heading)}</h2>",
                 f"<div class='howto'><b>How to read this:</b> {howto}</div>",
                 _verdict(key, analysis.tables)]
         body += [_img(analysis.figures[f], CAPTIONS.get(f, f.replace("_", " "))) for f in figs]
@@ -207,14 +209,38 @@ def render_report(analysis: Analysis, *, title: str | None = None) -> str:
                         f"{_table(analysis.tables[t], _ALL_ROWS.get(t, 40))}")
         body.append("</section>")
         blocks.append("".join(body))
-        nav.append(f"<a href='#{key}'>{html.escape(heading)}</a>")
+        nav.append(f"<a href='#{prefix}{key}'>{html.escape(heading)}</a>")
     if analysis.notes:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes)
-        blocks.append(f"<section id='notes'><h2>Notes</h2><ul class='notes'>{items}</ul></section>")
-        nav.append("<a href='#notes'>Notes</a>")
+        blocks.append(f"<section id='{prefix}notes'><h2>Notes</h2><ul class='notes'>{items}"
+                      "</ul></section>")
+        nav.append(f"<a href='#{prefix}notes'>Notes</a>")
     context = {"input": analysis.source, "input kind": analysis.kind, **analysis.context}
-    blocks.append(params_html(context))
-    nav.append("<a href='#context'>Run parameters</a>")
+    blocks.append(params_html(context).replace("id='context'", f"id='{prefix}context'", 1))
+    nav.append(f"<a href='#{prefix}context'>Run parameters</a>")
+    return blocks, nav
+
+
+def render_report(analysis: Analysis, *, title: str | None = None, heading: str | None = None,
+                  parts: Sequence[tuple[str, str, Analysis]] = ()) -> str:
+    """The report page for ``analysis`` as HTML text.
+
+    Several datasets on one page: ``analysis`` comes first (under ``heading``, if given), then
+    each of ``parts`` (key, heading, analysis) under its heading, its element ids prefixed by
+    its key; the navigation bar links every dataset's sections.
+    """
+    blocks, nav = _blocks(analysis)
+    if heading is not None:
+        blocks.insert(0, f"<section id='dataset-main' class='dataset'><h1>"
+                         f"{html.escape(heading)}</h1></section>")
+        nav.insert(0, f"<b><a href='#dataset-main'>{html.escape(heading)}</a>:</b>")
+    for key, part_heading, part in parts:
+        more, links = _blocks(part, prefix=f"{key}-")
+        blocks.append(f"<section id='dataset-{key}' class='dataset'><h1>"
+                      f"{html.escape(part_heading)}</h1></section>")
+        blocks += more
+        nav.append(f"<br><b><a href='#dataset-{key}'>{html.escape(part_heading)}</a>:</b>")
+        nav += links
     template = Template(
         resources.files("analysis").joinpath("templates/report.html").read_text(encoding="utf-8")
     )

@@ -22,10 +22,13 @@ def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
          progress: bool) -> None:
     """Replay the paper's ablation grid on the default data and write OUT/report.html.
 
-    The default data is the exploration trace shipped under traces/ (recorded on an H200; a
-    logging-policy trace of the synthetic environment is generated on the fly if a checkout has
-    none). Replays run on the tape and fitted environments (preset paper-ablation, T = 20 and
-    40); with a live policy run beside it, the report adds the sim-to-real check.
+    The default data are the datasets shipped under traces/ (recorded on an H200): the
+    built-in tasks' exploration trace and, once shipped, TritonBench-G's (the paper's
+    50-operator subset); a logging-policy trace of the synthetic environment is generated on
+    the fly if a checkout has none. Each is replayed on the tape and fitted environments
+    (preset paper-ablation, T = 20 and 40), with the sim-to-real check of each live policy run
+    shipped beside it (KernelBand v2; greedy too for TritonBench-G), in one report; datasets
+    after the first write their files to OUT/KEY/.
 
     \b
     Example:

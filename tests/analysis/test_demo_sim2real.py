@@ -77,3 +77,57 @@ def test_demo_with_both_traces_reports_sim2real(v2_trace: Path, tmp_path: Path) 
     assert (result.analysis / "sim2real" / "sim2real.csv").is_file()
     assert json.loads((tmp_path / "demo" / "demo.json").read_text())["policy_trace"] == str(
         v2_trace)
+
+
+def test_shipped_datasets_are_found_in_order_with_policies_of_the_same_gpu(
+        tmp_path: Path) -> None:
+    from analysis.demo import shipped_datasets
+
+    assert shipped_datasets(tmp_path) == []
+    for name in ("tritonbench-g-explore-h200", "tritonbench-g-greedy-h200",
+                 "tritonbench-g-v2-h100", "explore-h200", "policy-v2-h200"):
+        _manifest(tmp_path / name)
+    found = [(d.key, e.name, [p.name for p in ps]) for d, e, ps in shipped_datasets(tmp_path)]
+    # the H100 v2 run is not paired with the H200 exploration trace
+    assert found == [("builtin", "explore-h200", ["policy-v2-h200"]),
+                     ("tritonbench-g", "tritonbench-g-explore-h200",
+                      ["tritonbench-g-greedy-h200"])]
+
+
+@pytest.mark.slow
+def test_the_demo_reports_every_shipped_dataset_and_each_live_policy(
+        v2_trace: Path, tmp_path: Path) -> None:
+    """Issue #19: with the built-in and the TritonBench-G datasets shipped, one report holds
+    both, with the sim-to-real check of every live policy run (v2 and greedy)."""
+    root = tmp_path / "traces"
+    root.mkdir()
+    explore = record(tmp_path / "explore", WORLD, "explore", 60)
+    greedy = record(tmp_path / "greedy", WORLD, "greedy", POLICY_STEPS)
+    for name, target in (("explore-h200", explore), ("policy-v2-h200", v2_trace),
+                         ("tritonbench-g-explore-h200", explore),
+                         ("tritonbench-g-v2-h200", v2_trace),
+                         ("tritonbench-g-greedy-h200", greedy)):
+        (root / name).symlink_to(target, target_is_directory=True)
+    out = tmp_path / "demo"
+    result = run_demo(out, seeds=2, say=lambda _: None, progress=False, traces_root=root)
+    assert [(k, e.name, [p.name for p in ps]) for k, e, ps in result.datasets] == [
+        ("builtin", "explore-h200", ["policy-v2-h200"]),
+        ("tritonbench-g", "tritonbench-g-explore-h200",
+         ["tritonbench-g-v2-h200", "tritonbench-g-greedy-h200"])]
+    page = result.report.read_text()
+    assert "on 2 datasets" in page
+    assert "<h1>The project&#x27;s 15 built-in tasks</h1>" in page
+    assert "<h1>TritonBench-G: the paper&#x27;s 50-operator subset</h1>" in page
+    assert "<h1>Sim-to-real: tritonbench-g-greedy-h200</h1>" in page
+    assert page.count("<h2>Sim-to-real</h2>") == 3  # v2 on each dataset, and greedy
+    assert page.count("<h2>Verdict</h2>") == 2
+    for key in ("tritonbench-g-verdict", "tritonbench-g-sim2real", "tritonbench-g-notes"):
+        assert f"id='{key}'" in page and f"href='#{key}'" in page
+    assert (out / "analysis" / "sim2real" / "sim2real.csv").is_file()
+    tb = out / "tritonbench-g" / "analysis"
+    assert (tb / "sim2real" / "sim2real.csv").is_file()
+    assert (tb / "sim2real-tritonbench-g-greedy-h200" / "sim2real.csv").is_file()
+    saved = json.loads((out / "demo.json").read_text())
+    assert [d["key"] for d in saved["datasets"]] == ["builtin", "tritonbench-g"]
+    assert {"replay", "sim2real", "tritonbench-g replay", "tritonbench-g sim2real"} <= set(
+        result.seconds)
