@@ -37,7 +37,15 @@ _VERSION_KEYS: tuple[tuple[str, str], ...] = (
     ("python", "Python"),
 )
 #: live config keys whose flag is not the key with dashes
-_FLAGS = {"max_wall_s": "--max-wall", "eval_timeout_s": "--eval-timeout"}
+def _live_flags() -> dict[str, str]:
+    """`kernelband live`'s option for each config key (click's parameter name -> its flag),
+    so that a rebuilt command uses the real flags (``timing_patience_s``: ``--timing-patience``)."""
+    import click
+
+    from kernelband.cli.live import live
+
+    return {p.name: max(p.opts, key=len) for p in live.params
+            if isinstance(p, click.Option) and p.name}
 
 
 #: how the trace's not_applicable attempts were counted (manifest key `not_applicable_rule`)
@@ -92,10 +100,11 @@ def rebuilt_command(manifest: dict[str, Any]) -> str | None:
         return None
     parts = ["kernelband", "live"]
     proposer = (manifest.get("proposer") or {}).get("kind")
+    flags = _live_flags()
     for key, value in config.items():
         if value is None or value is False or key in ("run_id",):
             continue
-        flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+        flag = flags.get(key, "--" + key.replace("_", "-"))
         parts += [flag] if value is True else [flag, str(value)]
         if key == "policy" and proposer:
             parts += ["--proposer", str(proposer)]

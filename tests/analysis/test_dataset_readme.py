@@ -89,3 +89,13 @@ def test_versions_the_manifest_lacks_come_from_nvidia_smi_and_flags(tmp_path: Pa
     assert "Nsight Compute 2025.3" in text
     assert script.nvidia_smi_versions(smi) == [("driver", "580.159.04")]
     assert script.main([str(trace), "--out", str(out), "--force", "--software", "oops"]) == 1
+
+
+def test_a_rebuilt_command_uses_the_live_command_s_own_flags() -> None:
+    """Config keys map to `kernelband live`'s options, not to their names spelled as flags."""
+    command = _script().rebuilt_command({
+        "config": {"tasks": "builtin", "timing_patience_s": 2.0, "max_wall_s": 400.0,
+                   "eval_timeout_s": 120.0, "in_flight": 12, "gpu_memory_gib": None},
+        "proposer": {"kind": "mutate"}})
+    assert command == ("kernelband live --tasks builtin --timing-patience 2.0 --max-wall 400.0 "
+                       "--eval-timeout 120.0 --in-flight 12")
