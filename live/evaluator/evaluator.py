@@ -382,7 +382,12 @@ class Evaluator:
         phase_timeout, phase = self.compile_timeout_s, "compile"
         waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0,
                  "yield_wait_s": 0.0}
+        # the check's time limit runs from its first turn on the shared side, across the shapes
+        # it makes off the lock (D95), less the waits to come back (not the candidate's time)
+        check_deadline: float | None = None
         while True:
+            if check_deadline is not None:
+                phase_timeout = max(0.0, check_deadline - time.perf_counter())
             got = worker.receive(phase_timeout)
             if got.kind == "timeout":
                 limit = self.compile_timeout_s if phase == "compile" else self.timeout_s
@@ -405,12 +410,20 @@ class Evaluator:
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
                 continue
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
+                asked = time.perf_counter()
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
                            reserved if reserved is not None else [0], waits)
+                granted = time.perf_counter()
                 if not worker.send({"op": "go"}):
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
                 phase_timeout, phase = self.timeout_s, "run"
+                if payload == "timing":
+                    check_deadline = None  # timing has a time limit of its own
+                elif check_deadline is None:
+                    check_deadline = granted + self.timeout_s
+                else:
+                    check_deadline += granted - asked
                 continue
             if tag == "phase":
                 phase_timeout, phase = self.timeout_s, "run"

@@ -488,3 +488,28 @@ def test_a_check_lets_the_lock_go_while_it_makes_each_shape_s_inputs() -> None:
         assert result.yield_wait_s is not None and result.yield_wait_s >= 0.0
         assert result.setup_s is not None and result.setup_s >= 0.0
     assert good.prep_s is not None and good.prep_s >= 0.0
+
+
+def test_a_check_s_time_limit_spans_its_shapes_though_it_lets_the_lock_go() -> None:
+    """D95: a check that lets the lock go between shapes still has one time limit for all of
+    them (each shape under the limit, their sum over it: a timeout), as before."""
+    from pathlib import Path
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
+    # slow in its first six calls (the compiling check and five more shapes), fast when timed
+    slow = good.replace("def vadd(x, y, out):\n",
+                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
+                        "    _calls[0] += 1\n    if _calls[0] <= 6:\n        time.sleep(0.6)\n")
+    assert slow != good
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=2.0, compile_timeout_s=60,
+                   memory_limit_mb=8192, gpu_lock=RecordingLock(), memory_plan=False) as ev:
+        result = ev.evaluate("vadd", slow, seed=0)
+    # five shapes after the compiling one, 0.6 s each: 3 s of checking against a 2 s limit
+    assert result.status == "timeout", (result.status, result.error)
+    assert "run exceeded 2 s" in str(result.error)
+    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=4.0, compile_timeout_s=60,
+                   memory_limit_mb=8192, gpu_lock=RecordingLock(), memory_plan=False) as ev:
+        assert ev.evaluate("vadd", slow, seed=0).status == "ok"  # within a 4 s limit
