@@ -15,7 +15,9 @@ SPEC = f"tritonbench:{MINI}"
 
 
 @pytest.fixture(scope="module")
-def evaluator() -> Iterator[Evaluator]:
+def evaluator(tritonbench_mini_cache) -> Iterator[Evaluator]:
+    # the evaluator reads the gold checks' per-shape verdicts from the module's copy of the
+    # session's check cache (tests/live/conftest.py), not from the user's
     with Evaluator(SPEC, device="cpu", timeout_s=60, compile_timeout_s=60) as ev:
         yield ev
 
@@ -36,12 +38,10 @@ def test_wrong_operator_fails_its_own_test_code(evaluator: Evaluator) -> None:
     assert "output 0" in result.error or "source check" in result.error
 
 
-def test_every_k0_that_passes_at_load_passes_the_evaluator(evaluator: Evaluator, tmp_path,
-                                                           monkeypatch) -> None:
-    from live.tasks.tritonbench import load_tritonbench
-
-    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
-    tasks, skipped = load_tritonbench(MINI, device="cpu")
+def test_every_k0_that_passes_at_load_passes_the_evaluator(evaluator: Evaluator,
+                                                           tritonbench_mini_load) -> None:
+    # the session's load_tritonbench(MINI, device="cpu") from an empty cache
+    tasks, skipped = tritonbench_mini_load.tasks, tritonbench_mini_load.skipped
     assert len(tasks) >= 5 and skipped  # the fixture has both kinds
     for task in tasks:
         result = evaluator.evaluate(task.name, task.k0, seed=3)

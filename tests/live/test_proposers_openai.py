@@ -71,10 +71,12 @@ ACCEPTANCE_SCRIPT = [
 ]
 
 
-@pytest.fixture()
-def acceptance_run(tmp_path):
+@pytest.fixture(scope="module")
+def acceptance_run(tmp_path_factory):
+    """The scripted run, once for the module (it waits out a 0.5 s client timeout); its
+    tests only read the proposals and replay the cassette."""
     sleeper = SleepRecorder()
-    cassette = tmp_path / "run.jsonl"
+    cassette = tmp_path_factory.mktemp("acceptance") / "run.jsonl"
     with FakeOpenAIServer(ACCEPTANCE_SCRIPT) as server:
         proposer = openai_proposer(server, sleeper, cassette=cassette)
         proposals = [propose(proposer, i) for i in range(6)]

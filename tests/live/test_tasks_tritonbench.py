@@ -29,17 +29,16 @@ SKIPPED = ["crash_op", "racy_sum"]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def check_cache(tmp_path_factory):
-    """One gold-check cache for the module, away from the user's."""
-    with pytest.MonkeyPatch.context() as patch:
-        path = tmp_path_factory.mktemp("gold-checks")
-        patch.setenv("KERNELBAND_CACHE_DIR", str(path))
-        yield path
+def check_cache(tritonbench_mini_cache):
+    """One gold-check cache for the module, away from the user's: a copy of the one the
+    session's uncached load filled (tests/live/conftest.py)."""
+    return tritonbench_mini_cache
 
 
 @pytest.fixture(scope="module")
-def loaded(check_cache):
-    return load_tritonbench(MINI, device="cpu")
+def loaded(tritonbench_mini_load, check_cache):
+    """``load_tritonbench(MINI, device="cpu")`` from an empty cache: run once per session."""
+    return tritonbench_mini_load.tasks, tritonbench_mini_load.skipped
 
 
 def _task(loaded, op: str):
