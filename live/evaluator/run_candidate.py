@@ -430,6 +430,7 @@ class CandidateRunner:
         # GPU work of the shape in progress, not for whole checks. (Not when measuring peaks:
         # a gold check counts its inputs in a shape's peak.)
         off_lock = await_turn is not None and peaks is None
+        waited = 0.0  # waiting to come back to the lock: the parent's yield_wait_s, not check_s
         for entry in plan[1:]:
             if deadline is not None and entry[2] is not None and time.perf_counter() > deadline:
                 not_reached.append(entry[2])
@@ -441,9 +442,11 @@ class CandidateRunner:
                     raise Outcome("runtime_error", "the evaluator went away while checking",
                                   recycle=True)
                 inputs = self._make_inputs(task, entry[0], entry[1])
+                asked = time.perf_counter()
                 if not await_turn("shared"):
                     raise Outcome("runtime_error", "the evaluator went away while checking",
                                   recycle=True)
+                waited += time.perf_counter() - asked
             check(entry, inputs)
         if not_reached:
             phases["not_reached"] = not_reached
@@ -465,7 +468,7 @@ class CandidateRunner:
             if note:
                 phases["source_note"] = note
         phases.pop("failed_shape", None)
-        phases["check_s"] = time.perf_counter() - started + inputs_s
+        phases["check_s"] = time.perf_counter() - started - waited + inputs_s
         if failures:  # keep_going: every failing perf shape, for the gold check to judge
             first = min(failures)
             phases["shape_failures"] = failures
