@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: shipped exploration traces, first found wins (issue: real GPU traces as the default)
-SHIPPED_TRACES: tuple[str, ...] = ("explore-h100", "explore-h200")
-#: shipped live policy traces for the sim-to-real check, first found wins
-SHIPPED_POLICY_TRACES: tuple[str, ...] = ("policy-v2-h100", "policy-v2-h200")
-#: the stand-in when no real trace is shipped
-SYNTHETIC_DEFAULT = "default,tasks=12,seed=0"
-SYNTHETIC_STEPS = 150
 #: GPU models a shipped dataset may come from, first found wins; a dataset's policy runs are
 #: taken from the same GPU model as its exploration trace
 GPU_MODELS: tuple[str, ...] = ("h100", "h200")
+#: the built-in tasks' shipped exploration traces and live v2 runs, first found wins
+SHIPPED_TRACES: tuple[str, ...] = tuple(f"explore-{gpu}" for gpu in GPU_MODELS)
+SHIPPED_POLICY_TRACES: tuple[str, ...] = tuple(f"policy-v2-{gpu}" for gpu in GPU_MODELS)
+#: the stand-in when no real trace is shipped
+SYNTHETIC_DEFAULT = "default,tasks=12,seed=0"
+SYNTHETIC_STEPS = 150
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ _VERSION_KEYS: tuple[tuple[str, str], ...] = (
     ("ncu_version", "Nsight Compute"), ("nsight_compute", "Nsight Compute"),
     ("python", "Python"),
 )
-#: live config keys whose flag is not the key with dashes
 def _live_flags() -> dict[str, str]:
     """`kernelband live`'s option for each config key (click's parameter name -> its flag),
     so that a rebuilt command uses the real flags (``timing_patience_s``: ``--timing-patience``)."""

@@ -381,7 +381,7 @@ class Evaluator:
             return failure("runtime_error", kid, task_name, got.detail, **base), False
         phase_timeout, phase = self.compile_timeout_s, "compile"
         waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0,
-                 "yield_wait_s": 0.0}
+                 "yield_wait_s": 0.0, "shared_turns": 0}
         # the check's time limit runs from its first turn on the shared side, across the shapes
         # it makes off the lock (D95), less the waits to come back (not the candidate's time)
         check_deadline: float | None = None
@@ -430,14 +430,14 @@ class Evaluator:
                 continue
             values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
             if held is not None:
-                values.update({k: v for k, v in waits.items() if not k.startswith("_")})
+                values.update({k: v for k, v in waits.items() if k in _RESULT_FIELDS})
             values.setdefault("timing_backend", base["timing_backend"])
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
             return result, not payload.get("recycle", False)
 
     def _take(self, held: list[str], want: str, task_name: str, reserved: list[int],
-              waits: dict[str, float]) -> None:
+              waits: dict[str, Any]) -> None:
         """Move this call's hold on the GPU lock to `want` (waiting is not the candidate's
         time: the phase timeout starts once it is granted). Checking (shared) first reserves
         the task's bytes from the memory plan's pool, before waiting for the lock so that a
@@ -456,8 +456,8 @@ class Evaluator:
         if want == "shared":
             # back to checking after a shape's inputs were made off the lock (D95): the
             # reservation is still held, and the wait is the timings' (yield_wait_s)
-            again = waits.get("_checking", 0.0) > 0.0
-            waits["_checking"] = 1.0
+            again = waits["shared_turns"] > 0
+            waits["shared_turns"] += 1
             if (not reserved[0] and self.memory_pool is not None
                     and self.memory_plan is not None):
                 reserved[0] = self.memory_pool.acquire(self.memory_plan.need(task_name))

@@ -71,9 +71,10 @@ class EvalResult:
     pool_wait_s: float | None = None
     shared_wait_s: float | None = None
     timing_wait_s: float | None = None
-    #: of shared_wait_s's kind, but mid-check: stepping aside between two shapes for a batch of
-    #: timings (D95); and the worker's own bookkeeping: loading the task and the candidate
-    #: (setup_s), loading the baseline and emptying the allocator before timing (prep_s)
+    #: of shared_wait_s's kind, but mid-check: coming back to the shared side after making a
+    #: shape's inputs off the lock (D95); and the worker's own bookkeeping: loading the task
+    #: and the candidate (setup_s), the baseline and emptying the allocator before timing
+    #: (prep_s)
     yield_wait_s: float | None = None
     setup_s: float | None = None
     prep_s: float | None = None
