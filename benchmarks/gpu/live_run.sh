@@ -3,8 +3,9 @@
 #
 #   bash benchmarks/gpu/live_run.sh NAME [kernelband live options...]
 #
-# Picks up .gpu-runs/NAME.tar.gz (the trace so far, carried from this machine) if present,
-# resumes the run for MAX_WALL seconds (STOP_S in all), and leaves the trace as $OUT/NAME.tar.gz
+# Picks up .gpu-runs/NAME.tar.gz (the trace so far, carried from this machine) if present, else
+# benchmarks/runs/NAME/ (the trace so far as committed after each piece, so that a session that
+# ends between pieces loses nothing: ignored files do not outlive a checkout), resumes the run for MAX_WALL seconds (STOP_S in all), and leaves the trace as $OUT/NAME.tar.gz
 # plus the log (which ends with `kernelband traces validate`).
 set -uo pipefail
 name=$1; shift
@@ -25,6 +26,9 @@ if [ -d "$work/$name" ]; then
   resume=--resume  # still here from an earlier call on this (warm) machine
 elif [ -f ".gpu-runs/$name.tar.gz" ]; then
   tar -xzf ".gpu-runs/$name.tar.gz" -C "$work"
+  resume=--resume
+elif [ -d "benchmarks/runs/$name" ]; then
+  cp -r "benchmarks/runs/$name" "$work/$name"
   resume=--resume
 else
   resume=
