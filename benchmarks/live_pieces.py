@@ -7,7 +7,7 @@ evaluations, their span and rate, statuses, and the median latency and waits (GP
 mid-check returns, the worker's set-up), so that two configurations run back to back can be
 compared side by side. The trace's own step counts come from ``kernelband traces validate``.
 
-    python benchmarks/live_pieces.py DIR [--gap 60] [--json out.json]
+    python benchmarks/live_pieces.py DIR [--gap 60 | --starts T1,T2,...] [--json out.json]
 
 Runs on any CPU (it reads JSON lines only).
 """
@@ -49,6 +49,21 @@ def split_pieces(rows: list[dict[str, Any]], gap_s: float) -> list[list[dict[str
     return pieces
 
 
+def split_at(rows: list[dict[str, Any]], starts: list[dt.datetime]
+             ) -> list[list[dict[str, Any]]]:
+    """Records split at the pieces' start times (UTC): a piece's evaluations are those that
+    finished from its start to the next one's (a long evaluation can leave a gap of minutes
+    inside one piece, and a short load none between two)."""
+    cuts = sorted(starts)
+    pieces: list[list[dict[str, Any]]] = [[] for _ in cuts]
+    for row in rows:
+        at = dt.datetime.fromisoformat(row["finished"])
+        index = sum(1 for c in cuts if c <= at) - 1
+        if index >= 0:
+            pieces[index].append(row)
+    return [p for p in pieces if p]
+
+
 def summarize_piece(piece: list[dict[str, Any]]) -> dict[str, Any]:
     """One piece's figures: count, span, rate, statuses and median waits."""
     first = dt.datetime.fromisoformat(piece[0]["finished"])
@@ -83,6 +98,8 @@ def main() -> int:
     parser.add_argument("folder", type=Path, help="a live run's --out folder")
     parser.add_argument("--gap", type=float, default=60.0,
                         help="seconds without a finished evaluation that end a piece [60]")
+    parser.add_argument("--starts", help="split at these UTC start times instead of at gaps "
+                        "(comma-separated ISO times, e.g. 2026-11-25T06:52:20,...)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     try:
@@ -90,7 +107,17 @@ def main() -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    pieces = [summarize_piece(p) for p in split_pieces(rows, args.gap)] if rows else []
+    if args.starts:
+        try:
+            starts = [dt.datetime.fromisoformat(t.strip()).replace(tzinfo=dt.timezone.utc)
+                      for t in args.starts.split(",")]
+        except ValueError as exc:
+            print(f"error: --starts: {exc}", file=sys.stderr)
+            return 2
+        parts = split_at(rows, starts)
+    else:
+        parts = split_pieces(rows, args.gap)
+    pieces = [summarize_piece(p) for p in parts] if rows else []
     print(markdown(pieces))
     if args.json:
         args.json.write_text(json.dumps(pieces, indent=1) + "\n")

@@ -92,6 +92,12 @@ class RecordedRun:
             return None
         return error
 
+    def own_failures(self, task_id: str) -> dict[str, str]:
+        """Kernel id -> recorded failure, for the kernels of `task_id` that failed on their own
+        (as `own_failure` says) and never passed."""
+        return {kid: error for (tid, kid) in self._failed
+                if tid == task_id and (error := self.own_failure(tid, kid)) is not None}
+
     def steps_of(self, task_id: str) -> list[dict[str, Any]]:
         return self._steps.get(task_id, [])
 
