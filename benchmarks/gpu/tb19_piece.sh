@@ -11,8 +11,8 @@
 #
 # Each run resumes from /tmp/kb-runs/NAME (a warm machine), else the committed
 # benchmarks/runs/NAME/ (see benchmarks/runs/README.md); needs .gpu-data/tritonbench-g (carried).
-# Leaves $OUT/NAME.tar.gz, NAME.log and progress-NAME.md; extract the tarball over
-# benchmarks/runs/ and commit it after every call.
+# Leaves $OUT/NAME.tar.gz, NAME.log, NAME.command.txt and progress-NAME.md; land them with
+# benchmarks/runs/land.sh and commit after every call.
 set -uo pipefail
 : "${OUT:?OUT must be set}"
 export KERNELBAND_CACHE_DIR=$PWD/.gpu-run/kb-cache TRITON_CACHE_DIR=/tmp/triton-cache \
@@ -60,11 +60,20 @@ case $stage in
     exit "$rc" ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac
+args=(--tasks "$tasks" --policy "$policy" --proposer mutate --steps "$steps" --seed 0
+      --device cuda --profile "$profile" --in-flight 12 --eval-workers 12 --timing-patience 2)
+started=$(date -u '+%Y-%m-%d %H:%M')
 MAX_WALL=${MAX_WALL:-400} STOP_S=${STOP_S:-520} bash benchmarks/gpu/live_run.sh "$stage" \
-  --tasks "$tasks" --policy "$policy" --proposer mutate --steps "$steps" --seed 0 \
-  --device cuda --profile "$profile" --in-flight 12 --eval-workers 12 --timing-patience 2 \
-  > /dev/null 2>&1
+  "${args[@]}" > /dev/null 2>&1
 rc=$?
+# the piece's command as benchmarks/runs/NAME.commands keeps it (land.sh appends this line)
+steps_after=$(python3 -m kernelband.cli traces validate "/tmp/kb-runs/$stage" 2>/dev/null \
+  | sed -n 's/^valid: \([0-9]*\) steps.*/\1/p')
+echo "SEED_CACHE=$SEED_CACHE KERNELBAND_CACHE_DIR=\$PWD/.gpu-run/kb-cache" \
+  "TRITON_CACHE_DIR=/tmp/triton-cache MAX_WALL=${MAX_WALL:-400} STOP_S=${STOP_S:-520}" \
+  "bash benchmarks/gpu/live_run.sh $stage $(printf '%q ' "${args[@]}")  #" \
+  "$started, ${KB_COMMIT:-$(git log -1 --format=%h 2>/dev/null || echo unknown)};" \
+  "${steps_after:-?} steps" > "$OUT/$stage.command.txt"
 cp "/tmp/kb-runs/$stage/evaluations.jsonl" "$OUT/" 2>/dev/null
 python3 benchmarks/live_progress.py "/tmp/kb-runs/$stage" --target "$steps" \
   > "$OUT/progress-$stage.md"
