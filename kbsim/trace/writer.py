@@ -394,3 +394,26 @@ class TraceWriter:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def compact_dataset(path: str | Path) -> tuple[int, int]:
+    """Merge the part files of the dataset at `path` into one per table, in place.
+
+    A live run writes a part per flush (hundreds over a long run); every reader opens them all
+    and a repository stores each. The rows are kept as they are (kernels' later profiles settle
+    into one row each, as a reader sees them), and so is the manifest's ``end_time``: a run in
+    progress stays one. Returns the number of live part files (both tables) before and after.
+    """
+    path = Path(path)
+    manifest, problems = read_manifest(path)
+    if manifest is None or problems:
+        raise TraceError(problems or [f"{path}: no manifest.json: not a trace dataset"])
+    before = sum(len(scan_parts(path / name)[0]) for name in TABLE_DIRS)
+    writer = TraceWriter(path, resume=True)
+    try:
+        writer.compact()
+    finally:
+        writer.close(end_time=manifest.get("end_time"))
+        (path / _LOCK_NAME).unlink(missing_ok=True)
+    after = sum(len(scan_parts(path / name)[0]) for name in TABLE_DIRS)
+    return before, after

@@ -1,4 +1,4 @@
-"""`kernelband traces info|validate|merge|head|profile`: thin wrappers over kbsim.trace (profile:
+"""`kernelband traces info|validate|compact|merge|head|profile`: thin wrappers over kbsim.trace (profile:
 over live.profiler.backfill).
 
 Every failure on bad input is one line on stderr and exit status 1, never a traceback (set
@@ -131,6 +131,34 @@ def validate(datasets: tuple[Path, ...]) -> None:
 
     data = load_trace(list(datasets))
     click.echo(f"valid: {data.steps.num_rows} steps, {data.kernels.num_rows} kernels")
+
+
+@traces.command()
+@_DATASETS
+@_clean_errors
+def compact(datasets: tuple[Path, ...]) -> None:
+    """Merge each dataset's part files into one per table, in place (crash-safe).
+
+    A long live run writes a part file per flush, hundreds of them; one file per table reads
+    faster and stores smaller. Rows are kept, and so is the manifest's end time (a run in
+    progress can still be resumed). Not while a run writes to the dataset.
+
+    \b
+    Example:
+        kernelband traces compact traces/my-run
+    """
+    from kbsim.trace.reader import load_trace
+    from kbsim.trace.writer import compact_dataset
+
+    for path in datasets:
+        before_rows = load_trace(path)
+        before, after = compact_dataset(path)
+        data = load_trace(path)
+        if (data.steps.num_rows, data.kernels.num_rows) != (before_rows.steps.num_rows,
+                                                            before_rows.kernels.num_rows):
+            _fail(f"{path}: row counts changed while compacting")  # never expected
+        click.echo(f"{path}: {before} part files -> {after} ({data.steps.num_rows} steps, "
+                   f"{data.kernels.num_rows} kernels)")
 
 
 @traces.command()

@@ -47,7 +47,7 @@ def test_validate_prints_the_sentence_and_exits_1(
     assert matches(result.stderr, f"invalid: {message.format(d=d)}\n".replace("...\n", "..."))
 
 
-@pytest.mark.parametrize("command", ["info", "head", "merge"])
+@pytest.mark.parametrize("command", ["info", "head", "merge", "compact"])
 @pytest.mark.parametrize("corruption_id", ["missing-manifest", "truncated-part", "wrong-type"])
 def test_other_commands_fail_cleanly_on_bad_data(
     tmp_path: Path, command: str, corruption_id: str
@@ -103,7 +103,47 @@ def test_head_shows_rows_and_columns(tmp_path: Path) -> None:
     assert bad.stderr.startswith("error: unknown column 'nope'; columns are: run_id, task_id")
 
 
-@pytest.mark.parametrize("sub", ["info", "validate", "merge", "head"])
+def test_compact_merges_parts_and_keeps_rows_and_end_time(tmp_path: Path) -> None:
+    import json
+
+    from kbsim.trace.layout import scan_parts
+    from kbsim.trace.reader import load_trace
+    from kbsim.trace.writer import TraceWriter
+    from tests.kbsim.test_trace_writer import kernel_row, step_row
+
+    d = tmp_path / "d"
+    write_valid(d, 5)  # one part per append: 6 kernel parts, 5 step parts
+    before = load_trace(d)
+    end = json.loads((d / "manifest.json").read_text())["end_time"]
+    result = run("compact", d)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{d}: 11 part files -> 2 (5 steps, 6 kernels)\n"
+    assert [len(scan_parts(d / t)[0]) for t in ("steps", "kernels")] == [1, 1]
+    after = load_trace(d)
+    assert after.steps.to_pylist() == before.steps.to_pylist()
+    assert after.kernels.to_pylist() == before.kernels.to_pylist()
+    assert json.loads((d / "manifest.json").read_text())["end_time"] == end
+    assert not (d / ".writer.lock").exists()
+    # a run in progress (no end time) stays one, and can be appended to afterwards
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["end_time"] = None
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    assert run("compact", d).exit_code == 0
+    assert json.loads((d / "manifest.json").read_text())["end_time"] is None
+    with TraceWriter(d, resume=True) as writer:
+        writer.append_kernel(kernel_row("k6"))
+        writer.append_step(step_row(5))
+    assert load_trace(d).steps.num_rows == 6
+
+
+def test_compact_refuses_a_folder_that_is_no_dataset(tmp_path: Path) -> None:
+    result = run("compact", tmp_path)
+    assert_clean_failure(result)
+    assert "not a kernelband trace dataset" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing was created there
+
+
+@pytest.mark.parametrize("sub", ["info", "validate", "merge", "head", "compact"])
 def test_every_traces_command_documents_an_example(sub: str) -> None:
     result = run(sub, "--help")
     assert result.exit_code == 0 and "Example:" in result.stdout
