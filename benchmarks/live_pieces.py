@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 WAITS = ("eval_latency_s", "timing_wait_s", "shared_wait_s", "yield_wait_s", "setup_s",
-         "check_s", "timing_s")
+         "check_s", "longest_shape_s", "source_check_s", "timing_s")
 
 
 def read_evaluations(folder: Path) -> list[dict[str, Any]]:

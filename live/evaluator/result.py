@@ -78,6 +78,11 @@ class EvalResult:
     yield_wait_s: float | None = None
     setup_s: float | None = None
     prep_s: float | None = None
+    #: of check_s, the two longest holds of the shared side a batch of timings may wait for:
+    #: the longest single perf shape after the first (longest_shape_s) and the operator's own
+    #: test code, run whole (source_check_s; TritonBench-G tasks only)
+    longest_shape_s: float | None = None
+    source_check_s: float | None = None
     device_name: str | None = None
     #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
     worker_recycled: bool = False

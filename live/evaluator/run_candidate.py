@@ -431,6 +431,7 @@ class CandidateRunner:
         # a gold check counts its inputs in a shape's peak.)
         off_lock = await_turn is not None and peaks is None
         waited = 0.0  # waiting to come back to the lock: the parent's yield_wait_s, not check_s
+        longest_shape = 0.0
         for entry in plan[1:]:
             if deadline is not None and entry[2] is not None and time.perf_counter() > deadline:
                 not_reached.append(entry[2])
@@ -447,7 +448,12 @@ class CandidateRunner:
                     raise Outcome("runtime_error", "the evaluator went away while checking",
                                   recycle=True)
                 waited += time.perf_counter() - asked
+            ran = time.perf_counter()
             check(entry, inputs)
+            # the longest a shape kept the shared side: what a batch of timings can wait for
+            longest_shape = max(longest_shape, time.perf_counter() - ran)
+        if plan[1:]:
+            phases["longest_shape_s"] = longest_shape
         if not_reached:
             phases["not_reached"] = not_reached
         if peaks is not None:
@@ -455,12 +461,16 @@ class CandidateRunner:
         source_check = getattr(task, "source_check", None)
         phases["failed_shape"] = None
         if source_check is not None:
+            ran = time.perf_counter()
             try:
                 problem = source_check(request["code"], dev)
             except BaseException as exc:  # noqa: BLE001
                 outcome = classify_exception(exc, dev)
                 raise Outcome(outcome.status, f"source check: {outcome.message}",
                               outcome.recycle) from None
+            finally:
+                # the operator's own test code, run whole under the shared side (TritonBench-G)
+                phases["source_check_s"] = time.perf_counter() - ran
             if problem is not None:
                 raise Outcome("incorrect", f"source check: {problem}")
             source_note = getattr(task, "source_note", None)

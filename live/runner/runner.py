@@ -168,7 +168,8 @@ class LiveRunner:
         lock, process hops), beside the trace, which keeps only the latency."""
         fields = ("kernel_id", "status", "eval_latency_s", "worker_overhead_s", "compile_s",
                   "check_s", "timing_s", "pool_wait_s", "shared_wait_s", "timing_wait_s",
-                  "yield_wait_s", "setup_s", "prep_s", "timing_reps", "ms", "ref_ms",
+                  "yield_wait_s", "setup_s", "prep_s", "longest_shape_s", "source_check_s",
+                  "timing_reps", "ms", "ref_ms",
                   "worker_recycled")
         record = {"run_id": self.run_id, "task_id": task_name,
                   "finished": dt.datetime.now(dt.timezone.utc).isoformat(),

@@ -27,6 +27,10 @@ def test_gold_operator_is_ok_and_timed_against_gold(evaluator: Evaluator) -> Non
     result = evaluator.evaluate(task.name, task.k0, seed=0)
     assert result.status == "ok", result.error
     assert result.timing_backend == "cpu-interpreter" and result.ms > 0
+    # where the check's time went: its own test code, run whole, and its longest perf shape
+    assert result.source_check_s is not None and 0.0 < result.source_check_s <= result.check_s
+    if result.longest_shape_s is not None:
+        assert 0.0 < result.longest_shape_s <= result.check_s
 
 
 def test_wrong_operator_fails_its_own_test_code(evaluator: Evaluator) -> None:

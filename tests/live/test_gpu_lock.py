@@ -488,6 +488,9 @@ def test_a_check_lets_the_lock_go_while_it_makes_each_shape_s_inputs() -> None:
         assert result.yield_wait_s is not None and result.yield_wait_s >= 0.0
         assert result.setup_s is not None and result.setup_s >= 0.0
     assert good.prep_s is not None and good.prep_s >= 0.0
+    # the longest shape held the shared side for part of the check; no test code of its own
+    assert good.longest_shape_s is not None and 0.0 < good.longest_shape_s <= good.check_s
+    assert good.source_check_s is None
 
 
 def test_a_check_s_time_limit_spans_its_shapes_though_it_lets_the_lock_go() -> None:
