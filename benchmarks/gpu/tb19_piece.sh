@@ -11,14 +11,21 @@
 #
 # Each run resumes from /tmp/kb-runs/NAME (a warm machine), else the committed
 # benchmarks/runs/NAME/ (see benchmarks/runs/README.md); needs .gpu-data/tritonbench-g (carried).
+# Smoke test on a CPU, in a scratch clone without benchmarks/runs/tb-*-h200 (TRITON_INTERPRET=1):
+#   OUT=/tmp/o TB_TASKS=tritonbench:$PWD/tests/live/fixtures/tritonbench_mini TB_DEVICE=cpu \
+#     MAX_WALL=40 STOP_S=150 bash benchmarks/gpu/tb19_piece.sh
 # Leaves $OUT/NAME.tar.gz, NAME.log, NAME.command.txt and progress-NAME.md; land them with
 # benchmarks/runs/land.sh and commit after every call.
 set -uo pipefail
 : "${OUT:?OUT must be set}"
 export KERNELBAND_CACHE_DIR=$PWD/.gpu-run/kb-cache TRITON_CACHE_DIR=/tmp/triton-cache \
   SEED_CACHE=benchmarks/runs/tb-check-cache-h200 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-tasks="tritonbench:.gpu-data/tritonbench-g@paper_subset_50.json"
-[ -d .gpu-data/tritonbench-g ] || { echo "no .gpu-data/tritonbench-g: carry it" >&2; exit 2; }
+# TB_TASKS / TB_DEVICE: only for a smoke test of this script on a CPU (a mini benchmark)
+tasks=${TB_TASKS:-"tritonbench:.gpu-data/tritonbench-g@paper_subset_50.json"}
+device=${TB_DEVICE:-cuda}
+if [ -z "${TB_TASKS:-}" ] && [ ! -d .gpu-data/tritonbench-g ]; then
+  echo "no .gpu-data/tritonbench-g: carry it" >&2; exit 2
+fi
 
 where() {  # the newest copy of run $1
   if [ -d "/tmp/kb-runs/$1" ]; then echo "/tmp/kb-runs/$1"; else echo "benchmarks/runs/$1"; fi
@@ -61,7 +68,7 @@ case $stage in
   *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac
 args=(--tasks "$tasks" --policy "$policy" --proposer mutate --steps "$steps" --seed 0
-      --device cuda --profile "$profile" --in-flight 12 --eval-workers 12 --timing-patience 2)
+      --device "$device" --profile "$profile" --in-flight 12 --eval-workers 12 --timing-patience 2)
 started=$(date -u '+%Y-%m-%d %H:%M')
 MAX_WALL=${MAX_WALL:-400} STOP_S=${STOP_S:-520} bash benchmarks/gpu/live_run.sh "$stage" \
   "${args[@]}" > /dev/null 2>&1
