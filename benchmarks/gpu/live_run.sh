@@ -5,8 +5,9 @@
 #
 # Picks up .gpu-runs/NAME.tar.gz (the trace so far, carried from this machine) if present, else
 # benchmarks/runs/NAME/ (the trace so far as committed after each piece, so that a session that
-# ends between pieces loses nothing: ignored files do not outlive a checkout), resumes the run for MAX_WALL seconds (STOP_S in all), and leaves the trace as $OUT/NAME.tar.gz
-# plus the log (which ends with `kernelband traces validate`).
+# ends between pieces loses nothing: ignored files do not outlive a checkout), resumes the run
+# for MAX_WALL seconds (STOP_S in all), and leaves the trace as $OUT/NAME.tar.gz plus the log
+# (which ends with `kernelband traces validate`).
 set -uo pipefail
 name=$1; shift
 : "${OUT:?OUT must be set}"
