@@ -88,6 +88,15 @@ def test_inputs_are_seeded_and_single_tensor_entries_work(loaded) -> None:
     x1, _ = add.make_inputs({"index": 1}, 0, "cpu")
     x2, _ = add.make_inputs({"index": 1}, 1, "cpu")
     assert x0.equal(x1) and not x0.equal(x2) and x0.shape == (2 ** 8 + 3,)
+    # the caller owns them: an operator that writes its inputs in place changes its own copy,
+    # not the next check's (on a CPU a move is no copy; the generated inputs are cached)
+    pristine = x1.clone()
+    x0.fill_(7.0)
+    x3, _ = add.make_inputs({"index": 1}, 0, "cpu")
+    assert x3.equal(pristine) and x1.equal(pristine)
+    big, _ = add.make_inputs({"index": 8}, 0, "cpu")  # from the whole set's cache, as well
+    big.zero_()
+    assert not add.make_inputs({"index": 8}, 0, "cpu")[0].equal(big)
     (matrix,) = row_sum.make_inputs({"index": 0}, 0, "cpu")
     (out,) = row_sum.reference(matrix)
     assert torch.allclose(out, matrix.sum(dim=1), atol=1e-5)
