@@ -320,8 +320,6 @@ def main(argv: list[str] | None = None) -> int:
     dest = (args.dest or (out / "traces" if args.rehearse else ROOT / "traces")).resolve()
     if args.rehearse and dest == (ROOT / "traces").resolve():
         parser.error("a rehearsal does not write to traces/: pass another --dest")
-    out.mkdir(parents=True, exist_ok=True)
-    dest.mkdir(parents=True, exist_ok=True)
 
     say("1/4 checking the runs")
     reports: dict[str, dict[str, Any]] = {}
@@ -339,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
     say(f"2/4 writing the datasets to {dest}")
+    out.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(parents=True, exist_ok=True)
     smi = newest_nvidia_smi()
     shipped: dict[str, Path] = {}
     for run in RUNS:

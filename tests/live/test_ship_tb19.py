@@ -1,0 +1,104 @@
+"""benchmarks/ship_tb19.py, stages 1-2 (ready? then the dataset and its README) on a real
+(CPU) live run standing in for issue #19's runs: one task's k0 fails, the other finishes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbsim.trace.reader import validate_trace
+from tests.live.test_resume_failed_k0 import K0Evaluator, _run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ship():
+    spec = importlib.util.spec_from_file_location("ship_tb19", ROOT / "benchmarks" /
+                                                  "ship_tb19.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+@pytest.fixture
+def runs(tmp_path: Path, ship, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """benchmarks/runs/ as the script sees it: the three runs (2 steps per task, explore), a
+    piece's command each and a check cache with one operator left out at load."""
+    runs_dir = tmp_path / "runs"
+    _run(runs_dir / "tb-explore-h200", K0Evaluator("incorrect", "output 0: 3/64 elements differ"))
+    for folder in ("tb-v2-h200", "tb-greedy-h200"):
+        shutil.copytree(runs_dir / "tb-explore-h200", runs_dir / folder)
+    for run in ship.RUNS:
+        (runs_dir / f"{run.folder}.commands").write_text(
+            f"bash benchmarks/gpu/live_run.sh {run.folder} --steps 2   # piece 1\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "x.json").write_text(json.dumps({
+        "name": "racy_op", "passed": False, "plain_script": "passes",
+        "reason": "gold-vs-gold check failed: nondeterministic: " + "word " * 100}))
+    monkeypatch.setattr(ship, "RUNS_DIR", runs_dir)
+    monkeypatch.setattr(ship, "CHECK_CACHE", cache)
+    monkeypatch.setattr(ship, "RUNS", tuple(
+        ship.Run(r.folder, r.name, 2, r.profile) for r in ship.RUNS))
+    monkeypatch.setattr(ship, "EXPLORE", ship.RUNS[0])
+    return runs_dir
+
+
+def test_a_short_run_ships_nothing(runs: Path, ship, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # the explore run's one kernel of softmax past k0 is not profiled (--profile off)
+    report, problems = ship.readiness(ship.RUNS[0])
+    assert report is not None and report["complete"]
+    assert problems and "correct kernels profiled" in problems[0]
+    longer = ship.Run("tb-v2-h200", "x", 3, "")
+    assert "0 of 1 operators at 3 evaluated attempts (1 attempts left)" in \
+        ship.readiness(longer)[1][0]
+    dest = tmp_path / "traces"
+    assert ship.main(["--out", str(tmp_path / "out"), "--dest", str(dest)]) == 3
+    assert "nothing shipped" in capsys.readouterr().out and not dest.exists()
+
+
+def test_a_dataset_gets_its_rows_a_readme_and_no_side_files(runs: Path, ship,
+                                                           tmp_path: Path) -> None:
+    run = ship.RUNS[1]  # v2: no profiling asked of it
+    report, problems = ship.readiness(run)
+    assert problems == []
+    shipped = ship.ship(run, tmp_path / "traces", report, problems, None)
+    assert shipped.name == "tritonbench-g-v2-h200" and validate_trace(shipped) == []
+    assert not (shipped / "evaluations.jsonl").exists()
+    assert (runs / run.folder / "evaluations.jsonl").exists()  # the run itself is untouched
+    readme = (shipped / "README.md").read_text()
+    assert "REHEARSAL" not in readme
+    assert "--steps 2   # piece 1" in readme  # the piece's command, from NAME.commands
+    # an operator left out at load, its long reason clipped at a word
+    assert "`racy_op`: gold-vs-gold check failed" in readme
+    assert "word word ... (as a plain script: passes)" in readme
+    # the task whose k0 failed on its own: in the manifest, no attempt, and why
+    assert "- **Stopped at k0**" in readme and "`add`: incorrect: output 0: 3/64" in readme
+    assert "Apache License 2.0" in readme and "T = 2 evaluated attempts" in readme
+    # a rehearsal says so at the top and in the notes
+    again = ship.ship(run, tmp_path / "traces", report, ["tb-v2-h200: short"], None)
+    text = (again / "README.md").read_text()
+    assert text.splitlines()[2].startswith("**REHEARSAL") and "tb-v2-h200: short." in text
+
+
+def test_a_rehearsal_never_writes_to_the_checkouts_traces(ship, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        ship.main(["--rehearse", "--out", str(tmp_path), "--dest", str(ROOT / "traces")])
+
+
+def test_sim2real_tables_are_cut_to_their_geomean_rows(ship) -> None:
+    table = "\n".join(["Sim-to-real: caption.", "", "| env | task | x |", "| --- | --- | --- |",
+                       "| tape | a | 1 |", "| tape | **geomean** | 2 |"])
+    assert ship.geomean_rows(table).splitlines() == [
+        "Sim-to-real: caption.", "", "| env | task | x |", "| --- | --- | --- |",
+        "| tape | **geomean** | 2 |"]
