@@ -164,8 +164,9 @@ def notes(run: Run, report: dict[str, Any], rehearsal: list[str]) -> list[str]:
     lines += [
         "- **Benchmark.** TritonBench-G as its authors ship it, the authors' 50-operator subset "
         f"(`{SUBSET}`), read by path (`--tasks \"tritonbench:DIR@{SUBSET}\"`). "
-        f"{50 - len(skipped)} of the 50 passed the gold-vs-gold check on the H200 and are in "
-        f"the manifest; {runnable} of those ran (their k0 passed the live evaluation).",
+        f"{len(report['tasks'])} of its {len(report['tasks']) + len(skipped)} operators passed "
+        "the gold-vs-gold check on the H200 and are in the manifest; "
+        f"{runnable} of those ran (their k0 passed the live evaluation).",
     ]
     if skipped:
         lines += ["- **Left out at load** (the gold code disagrees with itself or cannot run; "

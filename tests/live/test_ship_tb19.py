@@ -85,6 +85,8 @@ def test_a_dataset_gets_its_rows_a_readme_and_no_side_files(runs: Path, ship,
     # the task whose k0 failed on its own: in the manifest, no attempt, and why
     assert "- **Stopped at k0**" in readme and "`add`: incorrect: output 0: 3/64" in readme
     assert "Apache License 2.0" in readme and "T = 2 evaluated attempts" in readme
+    assert "2 of its 3 operators passed the gold-vs-gold check" in readme
+    assert "1 of those ran" in readme
     # a rehearsal says so at the top and in the notes
     again = ship.ship(run, tmp_path / "traces", report, ["tb-v2-h200: short"], None)
     text = (again / "README.md").read_text()
