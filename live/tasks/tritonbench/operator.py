@@ -321,14 +321,21 @@ def _generate_inputs(path: str, op: str, seed: int) -> tuple[list[Any], bool]:
 
 def move_entry(entry: Any, device: str, perf: Any = None) -> Any:
     """One performance input on ``device``: the script's ``to_cuda`` on a GPU when it has one,
-    else every tensor in the (nested) entry moved."""
+    else every tensor in the (nested) entry copied there (a module is moved, not copied).
+
+    Always a copy, also where a tensor already is (every input on a CPU): entries come from a
+    cache of generated inputs, and an operator that writes its inputs in place would otherwise
+    change what the next check is given; a reference writing the values already there would
+    then not count as writing them (a racy scatter's second gold check said "modified by the
+    candidate" instead of comparing the two writes). The inputs are generated on the CPU, so a
+    script's ``to_cuda`` copies too."""
     if device.startswith("cuda") and perf is not None:
         try:
             return perf.to_cuda(entry)
         except NotImplementedError:
             pass
     if isinstance(entry, torch.Tensor):
-        return entry.to(device)
+        return entry.to(device, copy=True)
     if isinstance(entry, (tuple, list)):
         return type(entry)(move_entry(x, device) for x in entry)
     if isinstance(entry, dict):
@@ -339,8 +346,8 @@ def move_entry(entry: Any, device: str, perf: Any = None) -> Any:
 
 
 def make_inputs(path: str, op: str, shape: dict[str, int], seed: int, device: str) -> tuple:
-    """Performance input number ``shape["index"]`` as a tuple (moved to ``device``), in
-    tensors the caller owns: none of them is one the generated inputs' cache keeps."""
+    """Performance input number ``shape["index"]`` as a tuple (copied to ``device``: tensors
+    the caller owns, see `move_entry`)."""
     index = shape["index"]
     small, is_sequence = ({}, False) if seed == PERF_SEED else _small_cpu_inputs(path, op, seed)
     if index in small:
@@ -351,30 +358,7 @@ def make_inputs(path: str, op: str, shape: dict[str, int], seed: int, device: st
     perf = _perf_instance(path, op, _gold_module(path, op), device) \
         if device.startswith("cuda") else None
     moved = move_entry(entry, device, perf)
-    # a move to where a tensor already is (every one on a CPU; a script that makes its inputs
-    # on the GPU) hands back the cached tensor itself: an operator that writes its inputs in
-    # place would change what the next check is given, and a reference that writes the values
-    # already there would no longer count as writing them (a racy scatter's second check said
-    # "modified by the candidate" instead of comparing the two writes)
-    cached = {_storage(x) for x in flatten_outputs(entry) if isinstance(x, torch.Tensor)}
-    moved = _clone_shared(moved, cached)
     return tuple(moved) if is_sequence else (moved,)
-
-
-def _storage(tensor: torch.Tensor) -> tuple[str, int]:
-    return str(tensor.device), tensor.untyped_storage().data_ptr()
-
-
-def _clone_shared(value: Any, cached: set[tuple[str, int]]) -> Any:
-    """`value` with every tensor whose storage is in `cached` replaced by a copy (tensors in
-    tuples, lists and dicts; anything else, modules included, as it is)."""
-    if isinstance(value, torch.Tensor):
-        return value.clone() if _storage(value) in cached else value
-    if isinstance(value, (tuple, list)):
-        return type(value)(_clone_shared(x, cached) for x in value)
-    if isinstance(value, dict):
-        return {key: _clone_shared(x, cached) for key, x in value.items()}
-    return value
 
 
 def run_operator(path: str, op: str, is_sequence: bool, module: ModuleType, inputs: tuple) -> tuple:
