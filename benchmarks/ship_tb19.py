@@ -108,11 +108,11 @@ def readiness(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
 
 def kernel_counts(folder: Path) -> tuple[int, int]:
     """(correct, profiled among the correct) distinct kernels of a trace."""
+    from dataset_readme import distinct_kernels
+
     from kbsim.trace.reader import load_trace
 
-    kernels = load_trace(folder).kernels_df()
-    distinct = kernels.groupby(["task_id", "kernel_id"], sort=False).agg(
-        correct=("correct", "any"), profiled=("profiled", "any"))
+    distinct = distinct_kernels(load_trace(folder).kernels_df())
     correct = distinct[distinct["correct"]]
     return len(correct), int(correct["profiled"].sum())
 
@@ -229,10 +229,6 @@ def ship(run: Run, dest: Path, report: dict[str, Any], rehearsal: list[str],
     return target
 
 
-def size_of(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 # ---------------------------------------------------------------------------------------------
 # stage 3: the analyses
 
@@ -305,6 +301,8 @@ def replay_summary(analysis_dir: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dataset_readme import size_bytes as size_of
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True,

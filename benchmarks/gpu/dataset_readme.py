@@ -57,7 +57,8 @@ NA_RULE_TEXT = {
 }
 
 
-def _size_bytes(path: Path) -> int:
+def size_bytes(path: Path) -> int:
+    """Bytes of every file under `path`."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
@@ -116,6 +117,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines
 
 
+def distinct_kernels(kernels: Any) -> Any:
+    """One row per (task_id, kernel_id) of a kernels table: whether any row of it is correct
+    and whether any is profiled."""
+    return kernels.groupby(["task_id", "kernel_id"], sort=False).agg(
+        correct=("correct", "any"), profiled=("profiled", "any"))
+
+
 def build_readme(trace_dir: str | Path, commands: Sequence[str] = (),
                  extra_software: Sequence[tuple[str, str]] = ()) -> str:
     """The README text of the dataset at `trace_dir` (see the module docstring);
@@ -145,8 +153,7 @@ def build_readme(trace_dir: str | Path, commands: Sequence[str] = (),
     dates = (f"{times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC"
              if times is not None else "no rows")
     status_counts = steps["status"].value_counts()
-    distinct = kernels.groupby(["task_id", "kernel_id"], sort=False).agg(
-        correct=("correct", "any"), profiled=("profiled", "any"))
+    distinct = distinct_kernels(kernels)
     problems = validate_trace(root)
     spec = policy.get("spec") or policy.get("name") or "?"
     model = f" (model {proposer['model']})" if proposer.get("model") else ""
@@ -171,8 +178,8 @@ def build_readme(trace_dir: str | Path, commands: Sequence[str] = (),
                                                  NA_RULE_TEXT["failure"])],
         ["kernels", f"{len(distinct)} distinct, {int(distinct['correct'].sum())} correct, "
                     f"{int(distinct['profiled'].sum())} profiled"],
-        ["size on disk", f"{_human(_size_bytes(root))} (steps {_human(_size_bytes(root / 'steps'))}"
-                         f", kernels {_human(_size_bytes(root / 'kernels'))})"],
+        ["size on disk", f"{_human(size_bytes(root))} (steps {_human(size_bytes(root / 'steps'))}"
+                         f", kernels {_human(size_bytes(root / 'kernels'))})"],
         ["`kernelband traces validate`",
          "passes" if not problems else f"fails: {problems[0]}"],
     ])
