@@ -9,6 +9,9 @@
 #
 #   OUT=... [STAGE=NAME|profile] [MAX_WALL=400] [STOP_S=520] [DRY=1] bash benchmarks/gpu/tb19_piece.sh
 #
+# The profile stage takes SESSIONS=N (default 1): Nsight Compute sessions at once, their
+# measured calls in turn (`kernelband traces profile --sessions`, NOTE D96); BATCH (default 48).
+#
 # Each run resumes from /tmp/kb-runs/NAME (a warm machine), else the committed
 # benchmarks/runs/NAME/ (see benchmarks/runs/README.md); needs .gpu-data/tritonbench-g (carried).
 # Smoke test on a CPU, in a scratch clone without benchmarks/runs/tb-*-h200 (TRITON_INTERPRET=1):
@@ -59,7 +62,8 @@ case $stage in
     mkdir -p "$KERNELBAND_CACHE_DIR" && cp -rn "$SEED_CACHE"/. "$KERNELBAND_CACHE_DIR"/
     nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/profile.gpu.txt"
     timeout -s INT -k 30 "${STOP_S:-520}" python3 -m kernelband.cli traces profile "$dir" \
-      --batch-size "${BATCH:-48}" --max-wall "${MAX_WALL:-400}" --quiet 2>&1 | tee "$OUT/profile.log"
+      --batch-size "${BATCH:-48}" --sessions "${SESSIONS:-1}" --max-wall "${MAX_WALL:-400}" \
+      --quiet 2>&1 | tee "$OUT/profile.log"
     rc=${PIPESTATUS[0]}
     python3 -m kernelband.cli traces validate "$dir" 2>&1 | tee -a "$OUT/profile.log"
     tar -czf "$OUT/tb-explore-h200.tar.gz" -C /tmp/kb-runs tb-explore-h200

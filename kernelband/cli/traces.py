@@ -243,10 +243,13 @@ def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None
 @click.option("--tasks", default=None, help="Only these tasks (comma-separated).")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Start no batch after this many seconds; run again to continue.")
+@click.option("--sessions", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Nsight Compute sessions at once; their measured calls take turns, so "
+              "start-up and compiling overlap (each holds one task's inputs on the GPU).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_clean_errors
 def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float | None,
-            quiet: bool) -> None:
+            sessions: int, quiet: bool) -> None:
     """Profile (Nsight Compute, on this machine's GPU) every correct kernel without a profile.
 
     Kernels are profiled in batches, one ncu session per batch, round robin over tasks; each
@@ -256,6 +259,7 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
     \b
     Example:
         kernelband traces profile traces/explore-h200 --batch-size 32 --max-wall 500
+        kernelband traces profile traces/explore-h200 --sessions 3   # 3 sessions at once
     """
     from tqdm import tqdm
 
@@ -278,8 +282,8 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
 
     report = backfill_profiles(
         dataset, lambda spec: NcuProfiler(spec, cache_dir=dataset / ".profile-cache"),
-        tasks=wanted, batch_size=batch_size, max_wall_s=max_wall_s, on_start=on_start,
-        on_batch=on_batch)
+        tasks=wanted, batch_size=batch_size, max_wall_s=max_wall_s, sessions=sessions,
+        on_start=on_start, on_batch=on_batch)
     for bar in bars:
         bar.close()
     if not (report.profiled or report.failed or report.left or report.stopped):
@@ -288,5 +292,8 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
         _fail(f"{dataset}: {report.stopped}")
     click.echo(f"profiled {report.profiled}, failed {report.failed}, left {report.left} "
                f"in {report.seconds:.0f} s" + (f" ({report.stopped})" if report.stopped else ""))
+    if report.device_held_s:
+        click.echo(f"  {report.sessions} session(s); the device measured for "
+                   f"{report.device_held_s:.0f} s of them")
     for reason, count in sorted(report.errors.items(), key=lambda kv: -kv[1])[:5]:
         click.echo(f"  {count} x {reason}")

@@ -5,13 +5,24 @@ batches (one Nsight Compute session per batch, live.profiler.batch); each profil
 the writer's profile upgrade as soon as its batch is done, so a killed pass loses at most one
 batch and a second pass continues where the first stopped. The manifest's ``profile_backfill``
 entry says how and when.
+
+NOTE (D96): ``sessions`` > 1 runs that many Nsight Compute sessions at once, each on its own
+batch, and every profiler is given one shared device gate (`live.profiler.gate`): a session's
+start-up, inputs and compiling overlap the others', while the measured calls of two sessions
+never do, so each profile is taken on a quiet GPU as with one session. Each session holds one
+task's inputs on the GPU, so N sessions need about N times the memory of one. The pass entry
+records ``sessions`` and ``device_held_s`` (the seconds some session measured): the share of a
+pass that start-up and compiling take is ``1 - device_held_s / seconds`` with one session.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +43,15 @@ class BackfillReport:
     seconds: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
+    sessions: int = 1
+    #: seconds a session held the device to measure (the gate's turns, all sessions together)
+    device_held_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"profiled": self.profiled, "failed": self.failed, "left": self.left,
                 "already_profiled": self.already, "seconds": round(self.seconds, 1),
-                "errors": dict(self.errors), "stopped": self.stopped}
+                "errors": dict(self.errors), "stopped": self.stopped,
+                "sessions": self.sessions, "device_held_s": round(self.device_held_s, 1)}
 
 
 def pending_kernels(path: str | Path, tasks: list[str] | None = None
@@ -58,21 +73,25 @@ def pending_kernels(path: str | Path, tasks: list[str] | None = None
 
 def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                       tasks: list[str] | None = None, batch_size: int = 24,
-                      max_wall_s: float | None = None,
+                      max_wall_s: float | None = None, sessions: int = 1,
                       on_start: Callable[[int, int], None] | None = None,
                       on_batch: Callable[[str, int, int], None] | None = None) -> BackfillReport:
     """Profile the pending kernels of the trace at `path`.
 
     Args:
         profiler_for: task spec -> a profiler with ``available``, ``unavailable_reason`` and
-            ``profile_many(task, codes, batch_size=)`` (live.profiler.NcuProfiler).
+            ``profile_many(task, codes, batch_size=)`` (live.profiler.NcuProfiler); called once
+            per session. A profiler with a ``device_gate`` attribute is given the shared gate.
         tasks: only these tasks (default: all).
         max_wall_s: start no batch after this many seconds (the rest is counted as left).
+        sessions: profiling sessions at once (NOTE D96; >= 1).
         on_start: called once with (kernels to profile, kernels already profiled).
         on_batch: called with (task, kernels done in this task, kernels of this task).
     """
+    if sessions < 1:
+        raise ValueError(f"sessions must be >= 1, got {sessions}")
     started = time.monotonic()
-    report = BackfillReport()
+    report = BackfillReport(sessions=sessions)
     todo, report.already, rows = pending_kernels(path, tasks)
     report.left = sum(len(v) for v in todo.values())
     if on_start is not None:
@@ -85,24 +104,35 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
         config = writer.manifest.get("config") or {}
         if isinstance(config.get("tasks"), str) and config["tasks"]:
             spec = config["tasks"]
-        profiler = profiler_for(spec)
-        if not profiler.available:
-            report.stopped = f"profiler unavailable: {profiler.unavailable_reason}"
+        profilers = [profiler_for(spec)]
+        if not profilers[0].available:
+            report.stopped = f"profiler unavailable: {profilers[0].unavailable_reason}"
             return report
+        profilers += [profiler_for(spec) for _ in range(sessions - 1)]
+        device = threading.Lock()  # the measured calls of one session at a time
+        for profiler in profilers:
+            if hasattr(profiler, "device_gate"):
+                profiler.device_gate = lambda: device
+        idle: queue.SimpleQueue = queue.SimpleQueue()
+        for profiler in profilers:
+            idle.put(profiler)
         writer.remember_kernels(rows)
         # round robin over tasks, one batch each, so a pass cut short by --max-wall leaves
         # every task with some profiled kernels rather than the first tasks with all of theirs
-        queue = [(task, start) for start in range(0, max(len(v) for v in todo.values()),
+        order = [(task, start) for start in range(0, max(len(v) for v in todo.values()),
                                                   batch_size)
                  for task in data_tasks if start < len(todo[task])]
-        for task, start in queue:
-            if max_wall_s is not None and time.monotonic() - started >= max_wall_s:
-                report.stopped = "wall-clock budget (--max-wall) reached"
-                break
-            pending = todo[task]
-            chunk = pending[start:start + batch_size]
-            results = profiler.profile_many(task, [r["code"] for r in chunk],
-                                            batch_size=batch_size)
+
+        def run(chunk: list[dict[str, Any]], task: str) -> list[Any]:
+            profiler = idle.get()
+            try:
+                return profiler.profile_many(task, [r["code"] for r in chunk],
+                                             batch_size=batch_size)
+            finally:
+                idle.put(profiler)
+
+        def record(task: str, start: int, chunk: list[dict[str, Any]],
+                   results: list[Any]) -> None:
             for row, result in zip(chunk, results, strict=True):
                 report.left -= 1
                 if result.profiled and result.hw_sig is not None:
@@ -116,7 +146,49 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                     reason = (result.error or "unknown").split(";")[0][:120]
                     report.errors[reason] = report.errors.get(reason, 0) + 1
             if on_batch is not None:
-                on_batch(task, min(start + batch_size, len(pending)), len(pending))
+                on_batch(task, min(start + batch_size, len(todo[task])), len(todo[task]))
+
+        held_before = sum(getattr(p, "held_s", 0.0) for p in profilers)
+        running: dict[Future, tuple[str, int, list[dict[str, Any]]]] = {}
+
+        def settle(futures: set[Future] | list[Future]) -> None:
+            """Record the finished batches among `futures` (in submission order)."""
+            for future in [f for f in running if f in futures]:
+                batch = running.pop(future)
+                if not future.cancelled() and future.exception() is None:
+                    record(*batch, future.result())
+
+        # the trace is written from this thread only, as each batch comes back
+        pool = ThreadPoolExecutor(max_workers=sessions, thread_name_prefix="kb-profile")
+        try:
+            for task, start in order:
+                while len(running) >= sessions:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    settle(done)
+                    for future in done:
+                        future.result()  # a profiler's own failure ends the pass, as before
+                if max_wall_s is not None and time.monotonic() - started >= max_wall_s:
+                    report.stopped = "wall-clock budget (--max-wall) reached"
+                    break
+                chunk = todo[task][start:start + batch_size]
+                running[pool.submit(run, chunk, task)] = (task, start, chunk)
+            futures = list(running)
+            wait(futures)
+            settle(futures)
+            for future in futures:
+                future.result()
+        except BaseException:
+            # interrupted (Ctrl-C, a timeout's SIGINT) or a profiler raised: end the sessions
+            # in flight now rather than waiting out their batches; what finished is kept
+            for profiler in profilers:
+                cancel = getattr(profiler, "cancel", None)
+                if cancel is not None:
+                    cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            settle([f for f in running if f.done()])
+            raise
+        pool.shutdown(wait=True)
+        report.device_held_s = sum(getattr(p, "held_s", 0.0) for p in profilers) - held_before
         report.seconds = time.monotonic() - started
         passes = list(writer.manifest.get("profile_backfill") or [])
         passes.append({"date": utc_now_iso(), "batch_size": batch_size, **report.as_dict()})

@@ -3,6 +3,8 @@ writer upgrade, batch by batch; failures are counted with reasons; a second pass
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -125,3 +127,98 @@ def test_cli_with_nothing_pending_says_so_and_succeeds(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.startswith("0 correct kernels to profile (")
     assert len(result.output.splitlines()) == 1  # no "profiled 0, failed 0 ..." line
+
+
+class GatedProfiler(FakeProfiler):
+    """A profiler like NcuProfiler: start-up off the device, then its measured calls inside
+    ``device_gate()``. The first `meet` sessions wait for one another at a barrier in their
+    start-up (a run that never overlaps sessions breaks the barrier); `inside` counts the
+    sessions measuring at once across instances."""
+
+    def __init__(self, shared: dict, raise_on: str | None = None):
+        super().__init__(set())
+        self.shared = shared
+        self.device_gate = None
+        self.held_s = 0.0
+        self.cancelled = False
+        self.raise_on = raise_on
+
+    def profile_many(self, task: str, codes: list[str], *, batch_size: int) -> list:
+        shared = self.shared
+        with shared["lock"]:
+            shared["starts"] += 1
+            first = shared["starts"] <= shared["meet"].parties
+        if first:
+            shared["meet"].wait()  # the first sessions are in their start-up together
+        if self.raise_on == task:
+            raise KeyboardInterrupt
+        assert self.device_gate is not None
+        with self.device_gate():
+            with shared["lock"]:
+                shared["inside"] += 1
+                shared["most_inside"] = max(shared["most_inside"], shared["inside"])
+            time.sleep(0.01)
+            with shared["lock"]:
+                shared["inside"] -= 1
+            self.held_s += 0.01
+        return super().profile_many(task, codes, batch_size=batch_size)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def _shared(parties: int) -> dict:
+    return {"lock": threading.Lock(), "starts": 0, "inside": 0, "most_inside": 0,
+            "meet": threading.Barrier(parties, timeout=10)}
+
+
+def test_sessions_overlap_but_their_measured_calls_take_turns(tmp_path: Path) -> None:
+    trace = _unprofiled_trace(tmp_path / "t")
+    todo, _, _ = pending_kernels(trace)
+    n_pending = sum(len(v) for v in todo.values())
+    shared = _shared(3)
+    made: list[GatedProfiler] = []
+
+    def profiler_for(spec: str) -> GatedProfiler:
+        made.append(GatedProfiler(shared))
+        return made[-1]
+
+    report = backfill_profiles(trace, profiler_for, batch_size=2, sessions=3)
+    assert len(made) == 3  # one profiler per session
+    assert sum(len(p.calls) for p in made) == sum(-(-len(v) // 2) for v in todo.values())
+    assert all(p.calls for p in made)  # every session profiled batches
+    assert shared["most_inside"] == 1  # never two sessions measuring at once
+    assert report.profiled == n_pending and report.failed == 0 and report.left == 0
+    assert report.sessions == 3 and report.device_held_s > 0
+    data = load_trace(trace)
+    assert sum(1 for k in data.kernels.to_pylist() if k["profiled"]) == n_pending
+    entry = data.manifests[0]["profile_backfill"][-1]
+    assert entry["sessions"] == 3 and entry["device_held_s"] > 0
+    assert entry["profiled"] == n_pending
+
+
+def test_an_interrupted_pass_cancels_the_sessions_and_keeps_what_finished(
+        tmp_path: Path) -> None:
+    trace = _unprofiled_trace(tmp_path / "t")
+    todo, _, _ = pending_kernels(trace)
+    tasks = sorted(todo)
+    shared = _shared(1)
+    made: list[GatedProfiler] = []
+
+    def profiler_for(spec: str) -> GatedProfiler:
+        # the second session raises on the second task (as Ctrl-C would, mid-batch)
+        made.append(GatedProfiler(shared, raise_on=tasks[1] if made else None))
+        return made[-1]
+
+    with pytest.raises(KeyboardInterrupt):
+        backfill_profiles(trace, profiler_for, batch_size=2, sessions=2)
+    assert all(p.cancelled for p in made)
+    profiled = [k for k in load_trace(trace).kernels.to_pylist() if k["profiled"]]
+    finished = sum(n for p in made for _, n in p.calls)
+    assert finished >= 1 and len(profiled) == finished  # every finished batch is on disk
+
+
+def test_sessions_must_be_at_least_one(tmp_path: Path) -> None:
+    trace = _unprofiled_trace(tmp_path / "t")
+    with pytest.raises(ValueError, match="sessions must be >= 1"):
+        backfill_profiles(trace, lambda spec: FakeProfiler(set()), sessions=0)
