@@ -4,7 +4,9 @@ Copies a trace twice, profiles the same tasks' pending kernels in each copy (one
 at once; ``--rounds 2`` repeats the pair in the other order), each pass under the same
 ``--max-wall``, and prints kernels per second, the share of each pass that some session measured
 (``device_held_s / seconds``), and how far the two passes' signatures of the same kernel lie
-apart (percentage points of peak, the largest over SM, DRAM and L2).
+apart (percentage points of peak, the largest over SM, DRAM and L2). Run it where the trace's tasks
+load as in its recording (for #19: KERNELBAND_CACHE_DIR seeded from
+benchmarks/runs/tb-check-cache-h200, as benchmarks/gpu/tb19_piece.sh does).
 
     python benchmarks/gpu/profile_sessions_check.py benchmarks/runs/tb-explore-h200 \
         --tasks tritonbench/cosine_compute,tritonbench/kldiv_triton --sessions 3 \
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,16 +31,24 @@ from kbsim.trace.reader import load_trace  # noqa: E402
 
 
 def profile_pass(trace: Path, tasks: str, sessions: int, batch_size: int,
-                 max_wall: float) -> dict:
-    """One `kernelband traces profile` pass; its manifest entry (seconds, held, counts)."""
+                 max_wall: float, triton_cache: Path) -> dict:
+    """One `kernelband traces profile` pass; its manifest entry (seconds, held, counts).
+
+    Each pass compiles into its own Triton cache: a batch's renamed kernels are the same
+    source in both passes, so a shared cache would hand the second pass the first's work."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache)}
+    before = len(load_trace(trace).manifests[0].get("profile_backfill") or [])
     command = [sys.executable, "-m", "kernelband.cli", "traces", "profile", str(trace),
                "--tasks", tasks, "--sessions", str(sessions), "--batch-size", str(batch_size),
                "--max-wall", str(max_wall), "--quiet"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     print(done.stdout.strip(), file=sys.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr[-800:]}")
-    entry = load_trace(trace).manifests[0]["profile_backfill"][-1]
+    passes = load_trace(trace).manifests[0].get("profile_backfill") or []
+    if len(passes) == before:
+        raise SystemExit(f"{trace}: no pending kernels of {tasks} to profile")
+    entry = passes[-1]
     return {"sessions": sessions, **{k: entry[k] for k in (
         "profiled", "failed", "left", "seconds", "device_held_s")}}
 
@@ -67,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             for sessions in order:
                 copy = Path(tmp) / f"r{round_}-s{sessions}"
                 shutil.copytree(args.trace, copy)
+                shutil.rmtree(copy / ".profile-cache", ignore_errors=True)  # profile afresh
                 copies[sessions] = copy
-                row = profile_pass(copy, args.tasks, sessions, args.batch_size, args.max_wall)
+                row = profile_pass(copy, args.tasks, sessions, args.batch_size, args.max_wall,
+                                   Path(tmp) / f"triton-r{round_}-s{sessions}")
                 row["round"] = round_
                 row["kernels_per_s"] = row["profiled"] / row["seconds"] if row["seconds"] else 0
                 row["measured_share"] = (row["device_held_s"] / row["seconds"]

@@ -9,6 +9,8 @@
 #
 #   OUT=... [STAGE=NAME|profile] [MAX_WALL=400] [STOP_S=520] [DRY=1] bash benchmarks/gpu/tb19_piece.sh
 #
+# STAGE=sessions-check measures SESSIONS (default 3) profiling sessions against 1 on copies of
+# the exploration trace (benchmarks/gpu/profile_sessions_check.py; MAX_WALL per pass, default 60).
 # The profile stage takes SESSIONS=N (default 1): Nsight Compute sessions at once, their
 # measured calls in turn (`kernelband traces profile --sessions`, NOTE D96); BATCH (default 48).
 #
@@ -69,6 +71,13 @@ case $stage in
     tar -czf "$OUT/tb-explore-h200.tar.gz" -C /tmp/kb-runs tb-explore-h200
     echo "profile rc=$rc"
     exit "$rc" ;;
+  sessions-check)  # D96 measured: SESSIONS (3) profiling sessions against 1, side by side
+    mkdir -p "$KERNELBAND_CACHE_DIR" && cp -rn "$SEED_CACHE"/. "$KERNELBAND_CACHE_DIR"/
+    python3 benchmarks/gpu/profile_sessions_check.py "$(where tb-explore-h200)" \
+      --tasks "${CHECK_TASKS:-tritonbench/cosine_compute,tritonbench/kldiv_triton,tritonbench/logsumexp_fwd}" \
+      --sessions "${SESSIONS:-3}" --max-wall "${MAX_WALL:-60}" --json "$OUT/profile_sessions.json" \
+      2>&1 | tee "$OUT/profile_sessions.log"
+    exit "${PIPESTATUS[0]}" ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac
 args=(--tasks "$tasks" --policy "$policy" --proposer mutate --steps "$steps" --seed 0

@@ -3,6 +3,8 @@ writer upgrade, batch by batch; failures are counted with reasons; a second pass
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -222,3 +224,84 @@ def test_sessions_must_be_at_least_one(tmp_path: Path) -> None:
     trace = _unprofiled_trace(tmp_path / "t")
     with pytest.raises(ValueError, match="sessions must be >= 1"):
         backfill_profiles(trace, lambda spec: FakeProfiler(set()), sessions=0)
+
+
+# `ncu` for the CLI test below: starts up (0.4 s), asks the device gate for its turn like the
+# target program, logs the turn, answers the H200 CSV for each --code file (the renamed kernel's
+# name in it), and logs its own life, so the test can see sessions overlap and turns not.
+GATED_NCU = '''#!{python}
+import os, re, socket, sys, time
+args = sys.argv[1:]
+if "--query-metrics" in args:
+    sys.exit(0)
+log = open({log!r}, "a")
+log.write(f"start {{os.getpid()}} {{time.monotonic()}}\\n"); log.flush()
+time.sleep(0.4)
+codes = [args[i + 1] for i, a in enumerate(args) if a == "--code"]
+codes += [a.split("=", 1)[1] for i, a in enumerate(args) if i and args[i - 1] == "--item"]
+gate = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+gate.connect(os.environ["KB_PROFILE_GATE"])
+gate.sendall(b"r")
+assert gate.recv(1) == b"g"
+log.write(f"go {{os.getpid()}} {{time.monotonic()}}\\n"); log.flush()
+time.sleep(0.15)
+log.write(f"done {{os.getpid()}} {{time.monotonic()}}\\n"); log.flush()
+gate.sendall(b"d")
+lines = open({csv!r}).read().splitlines()
+first = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+print(lines[first]); print(lines[first + 1])
+n = 0
+for path in codes:
+    names = re.findall(r"def (\\w+__kb\\d+)", open(path).read())
+    for row in lines[first + 2:]:
+        if row.startswith('"') and names:
+            cells = row.split('","')
+            print('"' + str(n) + '","' + '","'.join(cells[1:]).replace("add_kernel", names[0]))
+            n += 1
+log.write(f"end {{os.getpid()}} {{time.monotonic()}}\\n"); log.flush()
+'''
+
+
+def test_cli_sessions_overlap_while_ncu_turns_do_not(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`traces profile --sessions 2` end to end on a real (CPU) live trace: real NcuProfilers
+    and device gates, an `ncu` stand-in that takes its turn at the gate and answers a real
+    H200 CSV."""
+    from kernelband.cli import main
+    from live.proposers import make_proposer
+    from live.runner import LiveRunner, RunConfig
+    from tests.live.test_resume_failed_k0 import K0Evaluator
+
+    trace = tmp_path / "run"
+    config = RunConfig(out=str(trace), tasks="add,softmax", policy="explore", steps=4, seed=0,
+                       device="cpu", profile="off", in_flight=1)
+    LiveRunner(config, make_proposer("mutate"), show_progress=False,
+               evaluator=K0Evaluator("ok", "")).run()
+    todo, _, _ = pending_kernels(trace)
+    n_pending = sum(len(v) for v in todo.values())
+    assert n_pending >= 4
+    log = tmp_path / "ncu.log"
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text(GATED_NCU.format(python=sys.executable, log=str(log),
+                                     csv=str(Path(__file__).parent / "fixtures" / "ncu" /
+                                             "h200_add.csv")))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    result = CliRunner().invoke(main, ["traces", "profile", str(trace), "--sessions", "2",
+                                       "--batch-size", "1", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert f"profiled {n_pending}, failed 0, left 0" in result.output
+    assert "2 session(s); the device measured for" in result.output
+    events: dict[str, dict[str, float]] = {}
+    for line in log.read_text().splitlines():
+        what, pid, at = line.split()
+        events.setdefault(pid, {})[what] = float(at)
+    assert len(events) == n_pending  # one session per kernel (batch size 1)
+    lives = sorted((e["start"], e["end"]) for e in events.values())
+    turns = sorted((e["go"], e["done"]) for e in events.values())
+    assert any(b[0] < a[1] for a, b in zip(lives, lives[1:], strict=False))  # sessions overlap
+    assert all(a[1] <= b[0] for a, b in zip(turns, turns[1:], strict=False))  # turns never do
+    entry = load_trace(trace).manifests[0]["profile_backfill"][-1]
+    assert entry["sessions"] == 2 and entry["profiled"] == n_pending
+    assert entry["device_held_s"] >= 0.15 * n_pending
