@@ -131,8 +131,9 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
             finally:
                 idle.put(profiler)
 
-        def record(task: str, start: int, chunk: list[dict[str, Any]],
-                   results: list[Any]) -> None:
+        finished: dict[str, int] = {}
+
+        def record(task: str, chunk: list[dict[str, Any]], results: list[Any]) -> None:
             for row, result in zip(chunk, results, strict=True):
                 report.left -= 1
                 if result.profiled and result.hw_sig is not None:
@@ -145,11 +146,12 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                     report.failed += 1
                     reason = (result.error or "unknown").split(";")[0][:120]
                     report.errors[reason] = report.errors.get(reason, 0) + 1
+            finished[task] = finished.get(task, 0) + len(chunk)  # batches may end out of order
             if on_batch is not None:
-                on_batch(task, min(start + batch_size, len(todo[task])), len(todo[task]))
+                on_batch(task, finished[task], len(todo[task]))
 
         held_before = sum(getattr(p, "held_s", 0.0) for p in profilers)
-        running: dict[Future, tuple[str, int, list[dict[str, Any]]]] = {}
+        running: dict[Future, tuple[str, list[dict[str, Any]]]] = {}
 
         def settle(futures: set[Future] | list[Future]) -> None:
             """Record the finished batches among `futures` (in submission order)."""
@@ -171,7 +173,7 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                     report.stopped = "wall-clock budget (--max-wall) reached"
                     break
                 chunk = todo[task][start:start + batch_size]
-                running[pool.submit(run, chunk, task)] = (task, start, chunk)
+                running[pool.submit(run, chunk, task)] = (task, chunk)
             futures = list(running)
             wait(futures)
             settle(futures)

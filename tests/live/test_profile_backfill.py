@@ -305,3 +305,26 @@ def test_cli_sessions_overlap_while_ncu_turns_do_not(tmp_path: Path,
     entry = load_trace(trace).manifests[0]["profile_backfill"][-1]
     assert entry["sessions"] == 2 and entry["profiled"] == n_pending
     assert entry["device_held_s"] >= 0.15 * n_pending
+
+
+def test_progress_counts_batches_that_end_out_of_order(tmp_path: Path) -> None:
+    trace = _unprofiled_trace(tmp_path / "t")
+    todo, _, _ = pending_kernels(trace)
+    task = max(todo, key=lambda t: len(todo[t]))
+    assert len(todo[task]) >= 4
+    first = threading.Event()
+
+    class SlowFirst(FakeProfiler):
+        def profile_many(self, task_: str, codes: list[str], *, batch_size: int) -> list:
+            if not first.is_set():
+                first.set()
+                time.sleep(0.5)  # the first batch ends after the second
+            return super().profile_many(task_, codes, batch_size=batch_size)
+
+    progress: list[tuple[str, int, int]] = []
+    report = backfill_profiles(trace, lambda spec: SlowFirst(set()), tasks=[task],
+                               batch_size=2, sessions=2,
+                               on_batch=lambda t, done, of: progress.append((t, done, of)))
+    done = [d for _, d, _ in progress]
+    assert done == sorted(done) and len(set(done)) == len(done)  # only ever forward
+    assert done[-1] == len(todo[task]) == report.profiled
