@@ -150,47 +150,50 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
             if on_batch is not None:
                 on_batch(task, finished[task], len(todo[task]))
 
-        held_before = sum(getattr(p, "held_s", 0.0) for p in profilers)
+        # one entry per object: a caller may hand out the same profiler for every session
+        distinct = list({id(p): p for p in profilers}.values())
+        held_before = sum(getattr(p, "held_s", 0.0) for p in distinct)
         running: dict[Future, tuple[str, list[dict[str, Any]]]] = {}
 
-        def settle(futures: set[Future] | list[Future]) -> None:
-            """Record the finished batches among `futures` (in submission order)."""
+        def settle(futures: set[Future] | list[Future], *, reraise: bool = True) -> None:
+            """Record the finished batches among `futures` (in submission order); then raise
+            the first one's failure, if any (a profiler's own failure ends the pass)."""
+            failures = []
             for future in [f for f in running if f in futures]:
                 batch = running.pop(future)
-                if not future.cancelled() and future.exception() is None:
+                if future.cancelled():
+                    continue
+                if future.exception() is None:
                     record(*batch, future.result())
+                else:
+                    failures.append(future.exception())
+            if failures and reraise:
+                raise failures[0]
 
         # the trace is written from this thread only, as each batch comes back
         pool = ThreadPoolExecutor(max_workers=sessions, thread_name_prefix="kb-profile")
         try:
             for task, start in order:
                 while len(running) >= sessions:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    settle(done)
-                    for future in done:
-                        future.result()  # a profiler's own failure ends the pass, as before
+                    settle(wait(running, return_when=FIRST_COMPLETED).done)
                 if max_wall_s is not None and time.monotonic() - started >= max_wall_s:
                     report.stopped = "wall-clock budget (--max-wall) reached"
                     break
                 chunk = todo[task][start:start + batch_size]
                 running[pool.submit(run, chunk, task)] = (task, chunk)
-            futures = list(running)
-            wait(futures)
-            settle(futures)
-            for future in futures:
-                future.result()
+            settle(wait(running).done)
         except BaseException:
             # interrupted (Ctrl-C, a timeout's SIGINT) or a profiler raised: end the sessions
             # in flight now rather than waiting out their batches; what finished is kept
-            for profiler in profilers:
+            for profiler in distinct:
                 cancel = getattr(profiler, "cancel", None)
                 if cancel is not None:
                     cancel()
             pool.shutdown(wait=True, cancel_futures=True)
-            settle([f for f in running if f.done()])
+            settle([f for f in running if f.done()], reraise=False)
             raise
         pool.shutdown(wait=True)
-        report.device_held_s = sum(getattr(p, "held_s", 0.0) for p in profilers) - held_before
+        report.device_held_s = sum(getattr(p, "held_s", 0.0) for p in distinct) - held_before
         report.seconds = time.monotonic() - started
         passes = list(writer.manifest.get("profile_backfill") or [])
         passes.append({"date": utc_now_iso(), "batch_size": batch_size, **report.as_dict()})
