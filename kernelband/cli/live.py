@@ -50,6 +50,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               help="On a GPU: the longest a candidate's timing lets new checks start before "
               "the checks in flight drain for it; timings asked for meanwhile share one drain "
               "(0: time each candidate as soon as checks drain, as before) [15].")
+@click.option("--step-aside/--no-step-aside", "step_aside", default=None,
+              help="On a GPU: checks in flight step aside for a batch of timings at their next "
+              "torch call or Triton launch (their own GPU work done first), instead of holding "
+              "the device to the end of a shape or of the operator's own test code [on].")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Stop starting attempts after this many seconds (attempts in flight end; "
               "representatives not profiled by then are left to `kernelband traces profile`).")
@@ -91,7 +95,7 @@ def live(**values: Any) -> None:
             settings.update(load_config_file(values["config_file"]))
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
                     "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
-                    "profile_lag", "gpu_memory_gib", "timing_patience_s"):
+                    "profile_lag", "gpu_memory_gib", "timing_patience_s", "step_aside"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:

@@ -74,7 +74,8 @@ def run_live_ray(
         profile_cache_dir=Path(config.out).resolve() / ".profile-cache", actor_cpus=actor_cpus,
         address=address,
         # each actor's GPU lock batches its timings like the local runner's (NOTE D81)
-        evaluator_kwargs={"timing_patience_s": config.timing_patience_s},
+        evaluator_kwargs={"timing_patience_s": config.timing_patience_s,
+                          "step_aside": config.step_aside},
     )
     try:
         n_actors = pool.device_info["gpu_actors"]

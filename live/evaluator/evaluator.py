@@ -20,7 +20,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from live.evaluator.affinity import AffinityQueue
-from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock
+from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock, StepAsideSignal
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
 from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
@@ -120,6 +120,7 @@ class Evaluator:
         gpu_lock: GpuLock | None = None,
         timing_patience_s: float = TIMING_PATIENCE_S,
         timing_batch: int | None = None,
+        step_aside: bool = True,
         gpu_memory_gib: float | None = None,
         memory_plan: MemoryPlan | None | bool = None,
         host_room: HostRoom | None | bool = None,
@@ -162,6 +163,10 @@ class Evaluator:
             self.gpu_lock.set_patience(
                 batch=timing_batch if timing_batch is not None else _timing_batch(workers),
                 patience_s=timing_patience_s)
+        self._signal: StepAsideSignal | None = None
+        if self.gpu_lock is not None and step_aside:
+            self._signal = StepAsideSignal()
+            self.gpu_lock.attach_signal(self._signal)
         # NOTE (D84): on a GPU host no evaluation starts while the host's memory is short
         # (TritonBench-G's operators make their inputs on the host, up to 33 GB each)
         if host_room is None:
@@ -341,6 +346,8 @@ class Evaluator:
                    "code": code, "seed": seed, "n_seeds": self.n_seeds,
                    "baseline_code": baseline_code, "timing": asdict(self.timing),
                    "exclusive_timing": self.gpu_lock is not None}
+        if self._signal is not None:
+            request["step_aside_flag"] = self._signal.path
         dropped, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
         planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
         if dropped or planned:
@@ -478,6 +485,10 @@ class Evaluator:
             self._all.clear()
         for worker in workers:
             worker.shutdown()
+        if self._signal is not None:
+            if self.gpu_lock is not None:
+                self.gpu_lock.attach_signal(None)
+            self._signal.close()
 
     def __enter__(self) -> Evaluator:
         return self

@@ -20,15 +20,26 @@ Once closed it stays closed until no writer is pending or holding: the writers p
 close, and those that arrive while it is closed, are served one after another, so one drain
 serves a batch of timings; then shared holders enter again. ``patience_s=0`` (or ``batch=1``)
 closes at the first request: the old pure writer preference.
+
+NOTE (D97): a close need not wait for the longest check in flight. A lock given a
+`StepAsideSignal` raises it whenever it closes and lowers it when it opens again; the workers'
+checks read it at every torch call and Triton launch (`live.evaluator.step_aside`) and, while it
+is up, finish their own GPU work, let the shared side go and ask for it again, so a batch of
+timings waits for the GPU work in flight, not for whole checks or shapes (a TritonBench-G
+operator's own test code held it 15-50 s). Readers still never overlap a writer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 #: NOTE (D81) the live evaluator's default patience, from the H200 TritonBench-G run of
 #: docs/benchmarks.md ("Live-run speed, evening"): checks p50 2 s / p90 17 s, a timing 0.1 s, a
@@ -50,6 +61,44 @@ def timing_batch(workers: int) -> int:
     At least 2, since 1 would be pure writer preference again (pools of 1-3 workers).
     """
     return max(2, workers // 2)
+
+
+class StepAsideSignal:
+    """One byte in a shared memory file that the lock raises while it is closed (NOTE D97).
+
+    The evaluator's worker processes map the file read-only (`path`) and read the byte at their
+    checks' safe points (`live.evaluator.step_aside.StepAside`): 1 asks them to let the shared
+    side go, 0 lets them go on. A plain file rather than `multiprocessing.shared_memory`, whose
+    resource tracker would unlink the segment when the first worker that attached exits.
+    """
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        if folder is None and Path("/dev/shm").is_dir():
+            folder = "/dev/shm"
+        handle, name = tempfile.mkstemp(prefix="kb-step-aside-", dir=folder)
+        os.write(handle, b"\x00")
+        self.path = name
+        self._map = mmap.mmap(handle, 1)
+        os.close(handle)
+        self.raised_count = 0
+
+    def set(self, raised: bool) -> None:
+        if self._map.closed:
+            return
+        if raised:
+            self.raised_count += 1
+        self._map[0] = 1 if raised else 0
+
+    @property
+    def raised(self) -> bool:
+        return not self._map.closed and self._map[0] == 1
+
+    def close(self) -> None:
+        """Unmap and remove the file (workers that still map it read a closed signal as 0)."""
+        if not self._map.closed:
+            self._map.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
 
 
 @dataclass(frozen=True)
@@ -82,6 +131,7 @@ class GpuLock:
 
     def __init__(self, *, batch: int = 1, patience_s: float = 0.0) -> None:
         self._cond = threading.Condition()
+        self._signal: StepAsideSignal | None = None
         self._readers = 0
         self._writer = False
         self._closed = False
@@ -103,6 +153,19 @@ class GpuLock:
             self.patience_s = float(patience_s)
             self._cond.notify_all()
 
+    def attach_signal(self, signal: StepAsideSignal | None) -> None:
+        """Raise `signal` while the lock is closed (NOTE D97); None detaches it."""
+        with self._cond:
+            self._signal = signal
+            if signal is not None:
+                signal.set(self._closed)
+
+    @property
+    def step_aside(self) -> bool:
+        """Whether shared holders are asked to step aside while the lock is closed (D97)."""
+        with self._cond:
+            return self._signal is not None
+
     # -- the rule --------------------------------------------------------------------------
 
     def _deadline(self) -> float:
@@ -117,11 +180,15 @@ class GpuLock:
         if (self._readers == 0 or len(self._waiting) >= self.batch
                 or time.monotonic() >= self._deadline()):
             self._closed = True
+            if self._signal is not None and self._readers:
+                self._signal.set(True)  # the readers inside step aside (D97)
 
     def _reopen_if_done(self) -> None:
         """Let readers in again once no writer waits or holds (caller holds the condition)."""
         if self._closed and not self._waiting and not self._writer:
             self._closed = False
+            if self._signal is not None:
+                self._signal.set(False)
             self._cond.notify_all()
 
     # -- shared side ------------------------------------------------------------------------
@@ -210,4 +277,5 @@ class GpuLock:
     def describe(self) -> dict[str, float | int]:
         """The patience settings as plain data (for a run's manifest)."""
         with self._cond:
-            return {"timing_batch": self.batch, "timing_patience_s": self.patience_s}
+            return {"timing_batch": self.batch, "timing_patience_s": self.patience_s,
+                    "step_aside": self._signal is not None}

@@ -83,6 +83,9 @@ class EvalResult:
     #: test code, run whole (source_check_s; TritonBench-G tasks only)
     longest_shape_s: float | None = None
     source_check_s: float | None = None
+    #: how often the check let the shared side go mid-shape for a batch of timings (D97);
+    #: None where the lock asks no check to step aside
+    step_asides: int | None = None
     device_name: str | None = None
     #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
     worker_recycled: bool = False

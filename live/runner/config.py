@@ -52,6 +52,9 @@ class RunConfig:
         timing_patience_s: on a GPU, the longest a candidate's timing request lets new checks
             start before the GPU lock stops them and drains (timings are batched at quiet
             points, NOTE D81); 0 times each candidate as soon as the checks in flight drain.
+        step_aside: on a GPU, checks in flight step aside for a batch of timings at their next
+            torch call or Triton launch instead of holding the device to the end of a shape
+            or of the operator's own test code (NOTE D97); False: they hold it, as before.
     """
 
     out: str
@@ -69,6 +72,7 @@ class RunConfig:
     profile_lag: int = 1
     gpu_memory_gib: float | None = None
     timing_patience_s: float = TIMING_PATIENCE_S
+    step_aside: bool = True
 
     def __post_init__(self) -> None:
         if self.steps < 0:

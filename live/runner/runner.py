@@ -107,6 +107,7 @@ class LiveRunner:
             config.tasks, device=config.device, workers=self._eval_workers(config),
             timeout_s=config.eval_timeout_s, static_check=True, gpu_lock=self.gpu_lock,
             timing_patience_s=config.timing_patience_s, gpu_memory_gib=config.gpu_memory_gib,
+            step_aside=config.step_aside,
         )
         # an evaluator from outside without our lock: serialize whole evaluations ourselves
         self._serial_lock: contextlib.AbstractContextManager = (
@@ -169,7 +170,7 @@ class LiveRunner:
         fields = ("kernel_id", "status", "eval_latency_s", "worker_overhead_s", "compile_s",
                   "check_s", "timing_s", "pool_wait_s", "shared_wait_s", "timing_wait_s",
                   "yield_wait_s", "setup_s", "prep_s", "longest_shape_s", "source_check_s",
-                  "timing_reps", "ms", "ref_ms",
+                  "step_asides", "timing_reps", "ms", "ref_ms",
                   "worker_recycled")
         record = {"run_id": self.run_id, "task_id": task_name,
                   "finished": dt.datetime.now(dt.timezone.utc).isoformat(),

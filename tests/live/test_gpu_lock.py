@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -298,7 +299,8 @@ def test_a_live_run_records_its_timing_patience_in_the_manifest(tmp_path) -> Non
     finally:
         runner.evaluator.close()
     assert manifest["config"]["timing_patience_s"] == 4.0
-    assert manifest["gpu_lock"] == {"timing_batch": 2, "timing_patience_s": 4.0, "workers": 1}
+    assert manifest["gpu_lock"] == {"timing_batch": 2, "timing_patience_s": 4.0, "workers": 1,
+                                    "step_aside": True}
 
 
 class RecordingLock(GpuLock):
@@ -516,3 +518,83 @@ def test_a_check_s_time_limit_spans_its_shapes_though_it_lets_the_lock_go() -> N
     with Evaluator(SPEC, device="cpu", workers=1, timeout_s=4.0, compile_timeout_s=60,
                    memory_limit_mb=8192, gpu_lock=RecordingLock(), memory_plan=False) as ev:
         assert ev.evaluate("vadd", slow, seed=0).status == "ok"  # within a 4 s limit
+
+
+def test_the_lock_raises_its_step_aside_signal_while_closed_on_readers() -> None:
+    """D97: the signal goes up when the lock closes with shared holders inside, and down when
+    it opens again; a close at a quiet point (no reader inside) leaves it down."""
+    from live.evaluator.gpu_lock import StepAsideSignal
+
+    signal = StepAsideSignal()
+    try:
+        lock = GpuLock(batch=1, patience_s=60.0)
+        lock.attach_signal(signal)
+        assert lock.step_aside and not signal.raised
+        lock.acquire_shared()
+        log: list[str] = []
+        writer = Holder(lock, "x", "w", log)
+        assert _until(lambda: signal.raised)  # closed for the writer, a reader inside
+        lock.release_shared()  # the reader steps aside
+        assert writer.entered.wait(2)
+        assert writer.done()
+        assert _until(lambda: not signal.raised)  # open again
+        assert signal.raised_count == 1
+        with lock.exclusive():  # a quiet point: no reader to ask
+            assert not signal.raised
+        assert signal.raised_count == 1
+        assert lock.describe()["step_aside"] is True
+    finally:
+        signal.close()
+    assert not Path(signal.path).exists()
+
+
+def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
+    """D97: a check in the middle of a 6 s shape lets the shared side go at its next torch
+    call once another candidate's timing waits, and comes back after it: the timing waits
+    milliseconds, not for the shape, and still never overlaps a check."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    folder = Path(__file__).parent / "fixtures" / "candidates"
+    good = (folder / "vadd_good.py").read_text()
+    # its second call (the first shape checked under the lock) spins on torch calls for 6 s
+    slow = good.replace("def vadd(x, y, out):\n",
+                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
+                        "    import torch\n    _calls[0] += 1\n    if _calls[0] == 2:\n"
+                        "        began = time.perf_counter()\n"
+                        "        while time.perf_counter() - began < 6.0:\n"
+                        "            torch.add(x, 0)\n            time.sleep(0.005)\n")
+    assert slow != good
+    lock = RecordingLock()
+    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
+                   memory_limit_mb=8192, gpu_lock=lock, memory_plan=False,
+                   timing_patience_s=0.0, timing_batch=1) as ev:
+        with ThreadPoolExecutor(2) as pool:
+            long_check = pool.submit(lambda: ev.evaluate("vadd", slow, seed=0))
+            assert _until(lambda: "+s" in lock.events, timeout_s=60.0)  # inside its long shape
+            began = time.perf_counter()
+            quick = pool.submit(lambda: ev.evaluate("vadd", good, seed=1)).result()
+            quick_s = time.perf_counter() - began
+            stepped = long_check.result()
+    assert quick.status == "ok" and stepped.status == "ok", (quick.error, stepped.error)
+    assert quick_s < 5.0  # done while the long shape still ran
+    assert quick.timing_wait_s is not None and quick.timing_wait_s < 1.5
+    assert stepped.step_asides is not None and stepped.step_asides >= 1
+    assert quick.step_asides == 0
+    # the time it stood aside is the timing's, not the check's
+    assert stepped.yield_wait_s is not None and stepped.yield_wait_s > 0.0
+    readers, writer = 0, False  # an exclusive hold never overlaps a shared one
+    for event in lock.events:
+        if event == "+s":
+            assert not writer
+            readers += 1
+        elif event == "-s":
+            readers -= 1
+        elif event == "+x":
+            assert readers == 0 and not writer
+            writer = True
+        else:
+            writer = False
+    assert lock.state == (0, False)

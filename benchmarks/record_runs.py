@@ -1,0 +1,334 @@
+"""Record several resumable live runs side by side on a multi-GPU host, one GPU each.
+
+A plan (JSON) names the task set, the options every run shares, the runs (name, policy, steps,
+`--profile` mode, extra options) and which run's correct kernels to profile afterwards. Each call
+of this program advances the runs in pieces of at most ``--max-wall`` seconds: every job gets
+its own GPU (``CUDA_VISIBLE_DEVICES``), resumes its run from ``--work`` (left by an earlier call
+on this host) or from ``--runs-dir`` (the runs as kept between hosts), and leaves the run packed
+as ``OUT/NAME.tar.gz``, so nothing is lost when a host goes away between calls.
+
+    python benchmarks/record_runs.py PLAN.json --out OUT [--gpus 0,1,2,3] [--jobs A,B,...]
+        [--runs-dir benchmarks/runs] [--work /tmp/kb-runs] [--max-wall 400] [--stop-s 520]
+        [--dry-run]
+
+Jobs (``--jobs``, in GPU order; default: the runs not yet complete, in plan order, then the
+profiling of the plan's ``profile.run`` once that run is complete, one per GPU):
+
+- ``NAME``: continue the live run NAME (``kernelband live --resume``); a plan entry with
+  ``"scratch": true`` (a pilot) starts afresh in ``--work`` and is never taken from
+  ``--runs-dir``;
+- ``profile:NAME``: Nsight Compute profiles of run NAME's correct kernels
+  (``kernelband traces profile --sessions N``; ``profile.sessions``, ``profile.batch``);
+- ``sessions-check:NAME``: ``profile.sessions`` profiling sessions against 1, side by side on
+  copies of run NAME (``benchmarks/gpu/profile_sessions_check.py``).
+
+OUT receives ``NAME.tar.gz`` per run that ran, ``logs.tar.gz`` (each job's log, and each live
+job's ``evaluations.jsonl`` lines of this piece) and ``summary.json``: per job its GPU, exit
+status, wall time and, for live jobs, the evaluations of this piece, evaluations per second,
+the evaluated attempts toward the target before and after, and the first evaluation of each task
+of a run started afresh (k0 timed against itself, an A/A check under load). A run is complete
+when every task that can run has ``steps`` evaluated attempts (``benchmarks/live_progress.py``).
+
+Runs on the GPU host; ``--dry-run`` (any machine) prints the jobs and their commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@dataclass
+class Job:
+    """One process on one GPU."""
+
+    name: str
+    kind: str  # live | profile | sessions-check
+    run: str
+    gpu: str
+    command: list[str]
+    log: Path
+    started: float = 0.0
+    process: subprocess.Popen | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def load_plan(path: Path) -> dict[str, Any]:
+    """The plan, checked: ``tasks``, ``runs`` (each with name, policy, steps) required."""
+    plan = json.loads(path.read_text())
+    if not isinstance(plan.get("tasks"), str) or not plan.get("runs"):
+        raise SystemExit(f"{path}: a plan needs 'tasks' (a task spec) and 'runs' (a list)")
+    for run in plan["runs"]:
+        missing = [k for k in ("name", "policy", "steps") if k not in run]
+        if missing:
+            raise SystemExit(f"{path}: run {run.get('name', run)} lacks {', '.join(missing)}")
+    return plan
+
+
+def run_entry(plan: dict[str, Any], name: str) -> dict[str, Any]:
+    for run in plan["runs"]:
+        if run["name"] == name:
+            return run
+    known = ", ".join(r["name"] for r in plan["runs"])
+    raise SystemExit(f"no run named {name!r} in the plan ({known})")
+
+
+def where(name: str, work: Path, runs_dir: Path, scratch: bool = False) -> Path | None:
+    """The newest copy of run `name`: this host's work folder, else the kept runs."""
+    if (work / name / "manifest.json").is_file():
+        return work / name
+    if not scratch and (runs_dir / name / "manifest.json").is_file():
+        return runs_dir / name
+    return None
+
+
+def progress_of(folder: Path | None, target: int) -> dict[str, Any] | None:
+    if folder is None:
+        return None
+    from live_progress import progress
+
+    return progress(folder, target)
+
+
+def default_jobs(plan: dict[str, Any], work: Path, runs_dir: Path, n_gpus: int) -> list[str]:
+    jobs = []
+    for run in plan["runs"]:
+        if run.get("scratch"):
+            continue
+        report = progress_of(where(run["name"], work, runs_dir), int(run["steps"]))
+        if report is None or not report["complete"]:
+            jobs.append(run["name"])
+    profile = plan.get("profile")
+    if profile and profile["run"] not in jobs:
+        jobs.append(f"profile:{profile['run']}")
+    return jobs[:n_gpus]
+
+
+def live_command(plan: dict[str, Any], run: dict[str, Any], out: Path, resume: bool,
+                 max_wall: float, stop_s: float) -> list[str]:
+    return ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}",
+            sys.executable, "-m", "kernelband.cli", "live", "--out", str(out),
+            *(["--resume"] if resume else []), "--max-wall", f"{max_wall:g}", "--quiet",
+            "--tasks", plan["tasks"], "--policy", run["policy"], "--steps", str(run["steps"]),
+            "--profile", run.get("profile", "off"), *plan.get("live_args", []),
+            *run.get("args", [])]
+
+
+def build_jobs(plan: dict[str, Any], names: list[str], gpus: list[str], work: Path,
+               runs_dir: Path, logs: Path, max_wall: float, stop_s: float) -> list[Job]:
+    if len(names) > len(gpus):
+        raise SystemExit(f"{len(names)} jobs for {len(gpus)} GPUs: one job per GPU")
+    jobs = []
+    for name, gpu in zip(names, gpus, strict=False):
+        kind, _, run_name = name.rpartition(":")
+        kind = kind or "live"
+        log = logs / f"{name.replace(':', '-')}.log"
+        if kind == "live":
+            run = run_entry(plan, run_name)
+            found = where(run_name, work, runs_dir, scratch=bool(run.get("scratch")))
+            if found is not None and found != work / run_name:
+                shutil.copytree(found, work / run_name, dirs_exist_ok=False)
+            command = live_command(plan, run, work / run_name, found is not None, max_wall,
+                                   stop_s)
+        elif kind in ("profile", "sessions-check"):
+            run_entry(plan, run_name)
+            found = where(run_name, work, runs_dir)
+            if found is None:
+                raise SystemExit(f"{name}: run {run_name} has no trace yet")
+            if found != work / run_name:
+                shutil.copytree(found, work / run_name)
+            profile = plan.get("profile") or {}
+            if kind == "profile":
+                command = ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}", sys.executable,
+                           "-m", "kernelband.cli", "traces", "profile", str(work / run_name),
+                           "--batch-size", str(profile.get("batch", 48)),
+                           "--sessions", str(profile.get("sessions", 1)),
+                           "--max-wall", f"{max_wall:g}", "--quiet"]
+            else:
+                command = [sys.executable, str(ROOT / "benchmarks/gpu/profile_sessions_check.py"),
+                           str(work / run_name), "--tasks", ",".join(profile["check_tasks"]),
+                           "--sessions", str(profile.get("sessions", 3)),
+                           "--max-wall", str(profile.get("check_wall_s", 60)),
+                           "--json", str(logs / "profile_sessions.json")]
+        else:
+            raise SystemExit(f"unknown job kind {kind!r} in {name!r}")
+        jobs.append(Job(name=name, kind=kind, run=run_name, gpu=gpu, command=command, log=log))
+    return jobs
+
+
+def _lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def live_figures(folder: Path, since_line: int, wall_s: float, fresh: bool) -> dict[str, Any]:
+    """This piece's evaluations (the lines of evaluations.jsonl it appended) and their rate."""
+    path = folder / "evaluations.jsonl"
+    rows = []
+    if path.is_file():
+        with open(path) as f:
+            rows = [json.loads(line) for k, line in enumerate(f) if k >= since_line]
+    figures: dict[str, Any] = {
+        "evaluations": len(rows), "wall_s": round(wall_s, 1),
+        "evaluations_per_s": round(len(rows) / wall_s, 4) if wall_s else None}
+    if rows:
+        finished = sorted(dt.datetime.fromisoformat(r["finished"]).timestamp() for r in rows)
+        loop_s = finished[-1] - finished[0]
+        figures["loop_s"] = round(loop_s, 1)
+        figures["evaluations_per_loop_s"] = round((len(rows) - 1) / loop_s, 4) if loop_s else None
+        for key in ("eval_latency_s", "timing_wait_s", "shared_wait_s", "yield_wait_s",
+                    "check_s", "timing_s"):
+            values = [r[key] for r in rows if r.get(key) is not None]
+            if values:
+                figures[f"median_{key}"] = round(statistics.median(values), 3)
+        asides = [r["step_asides"] for r in rows if r.get("step_asides") is not None]
+        if asides:
+            figures["step_asides"] = sum(asides)
+    if fresh:  # the first evaluation of each task is k0 timed against itself: A/A under load
+        first: dict[str, dict] = {}
+        for r in rows:
+            first.setdefault(r["task_id"], r)
+        ratios = [r["ref_ms"] / r["ms"] for r in first.values()
+                  if r.get("status") == "ok" and r.get("ms") and r.get("ref_ms")]
+        if ratios:
+            figures["aa_tasks"] = len(ratios)
+            figures["aa_within_2pct"] = sum(abs(x - 1) <= 0.02 for x in ratios)
+            figures["aa_worst_pct"] = round(100 * max(abs(x - 1) for x in ratios), 2)
+            figures["aa_median_abs_pct"] = round(
+                100 * statistics.median(abs(x - 1) for x in ratios), 2)
+    return figures
+
+
+def gpu_names() -> list[str]:
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version",
+                               "--format=csv,noheader"], capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("plan", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="folder for what comes back")
+    parser.add_argument("--gpus", default=None,
+                        help="GPU indices to use, comma-separated [every GPU nvidia-smi shows]")
+    parser.add_argument("--jobs", default=None, help="comma-separated jobs (see above)")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "benchmarks/runs")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/kb-runs"))
+    parser.add_argument("--max-wall", type=float, default=400.0,
+                        help="seconds after which a job starts nothing new [400]")
+    parser.add_argument("--stop-s", type=float, default=None,
+                        help="seconds after which a job is interrupted [max-wall + 120]")
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args(argv)
+    plan = load_plan(args.plan)
+    stop_s = args.stop_s if args.stop_s is not None else args.max_wall + 120
+    gpus = (args.gpus.split(",") if args.gpus
+            else [line.split(",")[0] for line in gpu_names()] or ["0"])
+    args.work.mkdir(parents=True, exist_ok=True)
+    logs = args.work / "logs"
+    logs.mkdir(exist_ok=True)
+    names = (args.jobs.split(",") if args.jobs
+             else default_jobs(plan, args.work, args.runs_dir, len(gpus)))
+    if not names:
+        print("every run is complete and profiled: nothing to do")
+        return 0
+    if args.dry_run:
+        for name, gpu in zip(names, gpus, strict=False):
+            print(f"GPU {gpu}: {name}")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.setdefault("KERNELBAND_CACHE_DIR", str(args.work / "kb-cache"))
+    env.setdefault("TRITON_CACHE_DIR", str(args.work / "triton-cache"))
+    if plan.get("seed_cache"):  # the same operators in every piece: a kept check cache
+        seed = ROOT / plan["seed_cache"]
+        shutil.copytree(seed, env["KERNELBAND_CACHE_DIR"], dirs_exist_ok=True)
+    jobs = build_jobs(plan, names, gpus, args.work, args.runs_dir, logs, args.max_wall, stop_s)
+    before: dict[str, Any] = {}
+    for job in jobs:
+        if job.kind == "live":
+            run = run_entry(plan, job.run)
+            folder = args.work / job.run
+            before[job.name] = {
+                "lines": _lines(folder / "evaluations.jsonl"),
+                "fresh": not (folder / "manifest.json").is_file(),
+                "progress": progress_of(folder if (folder / "manifest.json").is_file()
+                                        else None, int(run["steps"]))}
+        # a temporary folder per GPU: Nsight Compute keeps its lock file there, and profiling
+        # sessions on different GPUs need not wait for each other
+        scratch = args.work / f"tmp-gpu{job.gpu}"
+        scratch.mkdir(exist_ok=True)
+        job.started = time.perf_counter()
+        job.process = subprocess.Popen(job.command, stdout=open(job.log, "w"),
+                                       stderr=subprocess.STDOUT, cwd=ROOT,
+                                       env=dict(env, CUDA_VISIBLE_DEVICES=job.gpu,
+                                                TMPDIR=str(scratch)))
+        print(f"GPU {job.gpu}: {job.name} started", flush=True)
+    summary: dict[str, Any] = {"gpus": gpu_names(), "started": dt.datetime.now(
+        dt.timezone.utc).isoformat(timespec="seconds"), "max_wall_s": args.max_wall,
+        "stop_s": stop_s, "jobs": {}}
+    for job in jobs:
+        assert job.process is not None
+        rc = job.process.wait()
+        wall = time.perf_counter() - job.started
+        entry: dict[str, Any] = {"gpu": job.gpu, "kind": job.kind, "rc": rc,
+                                 "wall_s": round(wall, 1), "command": job.command}
+        folder = args.work / job.run
+        if job.kind == "live":
+            run = run_entry(plan, job.run)
+            seen = before[job.name]
+            entry.update(live_figures(folder, seen["lines"], wall, seen["fresh"]))
+            after = progress_of(folder if (folder / "manifest.json").is_file() else None,
+                                int(run["steps"]))
+            for label, report in (("before", seen["progress"]), ("after", after)):
+                if report is not None:
+                    entry[f"evaluated_{label}"] = report["evaluated_toward_target"]
+                    entry["needed"] = report["needed"]
+                    entry[f"complete_{label}"] = report["complete"]
+        if job.kind in ("live", "profile") and (folder / "manifest.json").is_file():
+            check = subprocess.run([sys.executable, "-m", "kernelband.cli", "traces", "validate",
+                                    str(folder)], capture_output=True, text=True, cwd=ROOT,
+                                   env=env)
+            entry["validate"] = (check.stdout + check.stderr).strip().splitlines()[-1:]
+            with tarfile.open(args.out / f"{job.run}.tar.gz", "w:gz") as tar:
+                tar.add(folder, arcname=job.run,
+                        filter=lambda info: None if ("/best" in info.name
+                                                     or info.name.endswith(".writer.lock"))
+                        else info)
+        summary["jobs"][job.name] = entry
+        shown = {k: v for k, v in entry.items() if k != "command"}
+        print(f"GPU {job.gpu}: {job.name} rc={rc} {json.dumps(shown)}", flush=True)
+    with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:
+        tar.add(logs, arcname="logs")
+        for job in jobs:
+            path = args.work / job.run / "evaluations.jsonl"
+            if job.kind == "live" and path.is_file():
+                tar.add(path, arcname=f"evaluations/{job.run}.jsonl")
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return max((job.process.returncode for job in jobs if job.process), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
