@@ -178,6 +178,27 @@ def _lines(path: Path) -> int:
         return sum(1 for _ in f)
 
 
+def lock_figures(folder: Path, since_line: int) -> dict[str, Any]:
+    """This piece's closes of the GPU lock (the lines of gpu-lock.jsonl it appended)."""
+    path = folder / "gpu-lock.jsonl"
+    if not path.is_file():
+        return {}
+    with open(path) as f:
+        closes = [json.loads(line) for k, line in enumerate(f) if k >= since_line]
+    if not closes:
+        return {}
+    figures: dict[str, Any] = {"lock_closes": len(closes)}
+    for key in ("drain_s", "closed_s", "served", "readers"):
+        values = sorted(c[key] for c in closes if c.get(key) is not None)
+        if values:
+            figures[f"lock_{key}_p50"] = round(statistics.median(values), 3)
+            figures[f"lock_{key}_p90"] = round(values[int(0.9 * (len(values) - 1))], 3)
+            figures[f"lock_{key}_sum"] = round(sum(values), 1)
+    for reason in ("quiet", "batch", "patience"):
+        figures[f"lock_closes_{reason}"] = sum(c.get("reason") == reason for c in closes)
+    return figures
+
+
 def live_figures(folder: Path, since_line: int, wall_s: float, fresh: bool) -> dict[str, Any]:
     """This piece's evaluations (the lines of evaluations.jsonl it appended) and their rate."""
     path = folder / "evaluations.jsonl"
@@ -198,9 +219,10 @@ def live_figures(folder: Path, since_line: int, wall_s: float, fresh: bool) -> d
             values = [r[key] for r in rows if r.get(key) is not None]
             if values:
                 figures[f"median_{key}"] = round(statistics.median(values), 3)
-        asides = [r["step_asides"] for r in rows if r.get("step_asides") is not None]
-        if asides:
-            figures["step_asides"] = sum(asides)
+        for key in ("step_asides", "compiles_off_lock"):
+            counts = [r[key] for r in rows if r.get(key) is not None]
+            if counts:
+                figures[key] = sum(counts)
     if fresh:  # the first evaluation of each task is k0 timed against itself: A/A under load
         first: dict[str, dict] = {}
         for r in rows:
@@ -273,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = args.work / job.run
             before[job.name] = {
                 "lines": _lines(folder / "evaluations.jsonl"),
+                "lock_lines": _lines(folder / "gpu-lock.jsonl"),
                 "fresh": not (folder / "manifest.json").is_file(),
                 "progress": progress_of(folder if (folder / "manifest.json").is_file()
                                         else None, int(run["steps"]))}
@@ -300,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_entry(plan, job.run)
             seen = before[job.name]
             entry.update(live_figures(folder, seen["lines"], wall, seen["fresh"]))
+            entry.update(lock_figures(folder, seen["lock_lines"]))
             after = progress_of(folder if (folder / "manifest.json").is_file() else None,
                                 int(run["steps"]))
             for label, report in (("before", seen["progress"]), ("after", after)):
@@ -323,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:
         tar.add(logs, arcname="logs")
         for job in jobs:
-            path = args.work / job.run / "evaluations.jsonl"
-            if job.kind == "live" and path.is_file():
-                tar.add(path, arcname=f"evaluations/{job.run}.jsonl")
+            for log in ("evaluations", "gpu-lock"):
+                path = args.work / job.run / f"{log}.jsonl"
+                if job.kind == "live" and path.is_file():
+                    tar.add(path, arcname=f"{log}/{job.run}.jsonl")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return max((job.process.returncode for job in jobs if job.process), default=0)
 

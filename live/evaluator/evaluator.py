@@ -225,7 +225,8 @@ class Evaluator:
         without a lock."""
         if self.gpu_lock is None:
             return None
-        info = {**self.gpu_lock.describe(), "workers": self.n_workers}
+        info = {**self.gpu_lock.describe(), "workers": self.n_workers,
+                "step_aside": self._signal is not None}
         if self.host_room is not None:
             info["host_reserve_gib"] = self.host_room.info()["host_reserve_gib"]
         return info

@@ -132,6 +132,10 @@ class GpuLock:
     def __init__(self, *, batch: int = 1, patience_s: float = 0.0) -> None:
         self._cond = threading.Condition()
         self._signal: StepAsideSignal | None = None
+        #: one record per close, oldest first (`closes`): why it closed, the readers inside,
+        #: how long they took to drain and the lock stayed closed, the writers it served
+        self._closes: list[dict[str, float | int | str]] = []
+        self._close: dict[str, float | int | str] | None = None
         self._readers = 0
         self._writer = False
         self._closed = False
@@ -177,9 +181,13 @@ class GpuLock:
         writer's deadline says so (caller holds the condition)."""
         if self._closed or not self._waiting:
             return
-        if (self._readers == 0 or len(self._waiting) >= self.batch
-                or time.monotonic() >= self._deadline()):
+        now = time.monotonic()
+        reason = ("quiet" if self._readers == 0 else "batch" if len(self._waiting) >= self.batch
+                  else "patience" if now >= self._deadline() else None)
+        if reason is not None:
             self._closed = True
+            self._close = {"at": now, "reason": reason, "readers": self._readers,
+                           "writers": len(self._waiting), "served": 0}
             if self._signal is not None and self._readers:
                 self._signal.set(True)  # the readers inside step aside (D97)
 
@@ -187,6 +195,10 @@ class GpuLock:
         """Let readers in again once no writer waits or holds (caller holds the condition)."""
         if self._closed and not self._waiting and not self._writer:
             self._closed = False
+            if self._close is not None:
+                self._close["closed_s"] = time.monotonic() - float(self._close["at"])
+                self._closes.append(self._close)
+                self._close = None
             if self._signal is not None:
                 self._signal.set(False)
             self._cond.notify_all()
@@ -231,6 +243,10 @@ class GpuLock:
                 self._waiting.remove(arrived)
                 if granted:
                     self._writer = True
+                    if self._close is not None:
+                        if "drain_s" not in self._close:
+                            self._close["drain_s"] = time.monotonic() - float(self._close["at"])
+                        self._close["served"] = int(self._close["served"]) + 1
                 else:  # interrupted while waiting: do not leave readers shut out
                     self._reopen_if_done()
 
@@ -274,8 +290,15 @@ class GpuLock:
             return GpuLockState(self._readers, self._writer, len(self._waiting), self._closed,
                                 oldest)
 
+    def closes(self) -> list[dict[str, float | int | str]]:
+        """Every finished close so far, oldest first: ``reason`` (quiet, batch, patience),
+        ``readers`` and ``writers`` at the close, ``drain_s`` (until the first writer got in),
+        ``served`` (writers) and ``closed_s`` (until readers could enter again); ``at`` is
+        `time.monotonic()` at the close."""
+        with self._cond:
+            return [dict(c) for c in self._closes]
+
     def describe(self) -> dict[str, float | int]:
         """The patience settings as plain data (for a run's manifest)."""
         with self._cond:
-            return {"timing_batch": self.batch, "timing_patience_s": self.patience_s,
-                    "step_aside": self._signal is not None}
+            return {"timing_batch": self.batch, "timing_patience_s": self.patience_s}

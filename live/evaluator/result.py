@@ -86,6 +86,8 @@ class EvalResult:
     #: how often the check let the shared side go mid-shape for a batch of timings (D97);
     #: None where the lock asks no check to step aside
     step_asides: int | None = None
+    #: how many Triton compilations the check ran with the shared side let go (D97)
+    compiles_off_lock: int | None = None
     device_name: str | None = None
     #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
     worker_recycled: bool = False

@@ -509,6 +509,7 @@ class CandidateRunner:
         if aside is not None:
             waited += aside.waited_s
             phases["step_asides"] = aside.steps
+            phases["compiles_off_lock"] = aside.compiles_off_lock
         phases.pop("failed_shape", None)
         phases["check_s"] = time.perf_counter() - started - waited + inputs_s
         if failures:  # keep_going: every failing perf shape, for the gold check to judge

@@ -11,6 +11,11 @@ the check
    (``await_turn("shared")``), which the parent grants once the batch of timings is served,
 3. goes on with the call it was about to make.
 
+Compiling a Triton kernel is CPU work of seconds: a check that is about to compile one (Triton's
+``jit_cache_hook``, called before each compilation) lets the shared side go whether or not
+timings wait, and takes it again at its next safe point after compiling (the post-compile hook,
+or the next torch call or launch if the compiler raised and the candidate carried on).
+
 Nothing else changes: the check's inputs, tensors and memory reservation stay as they are, and a
 single kernel already running is waited for, never interrupted. The hooks are installed only
 around the check (never while timing) and removed afterwards.
@@ -29,6 +34,11 @@ from torch.overrides import TorchFunctionMode
 
 class _Gone(Exception):
     """The parent went away while the check stepped aside."""
+
+
+def gone(exc: BaseException) -> bool:
+    """Whether `exc` says the parent went away while a check stepped aside."""
+    return isinstance(exc, _Gone)
 
 
 class _CallMode(TorchFunctionMode):
@@ -81,32 +91,69 @@ class StepAside:
         self._hook_added: Any = None
         self.holding = True
         self.lost = False
+        self._compiling = False  # let go for a compilation, to take again after it
+        self._compile_hooks: list[tuple[Any, str]] = []
         self.steps = 0
+        self.compiles_off_lock = 0
         self.waited_s = 0.0
 
     # -- the safe point ------------------------------------------------------------------------
 
     def poll(self) -> None:
-        """At a safe point: step aside if the lock has closed for timings."""
-        if not (self._armed and self.holding) or self._map.closed or self._map[0] != 1:
+        """At a safe point: come back after a compilation, or step aside if the lock has
+        closed for timings."""
+        if not (self._armed and self.holding):
+            return
+        if self._compiling:
+            self._come_back()
+            return
+        if self._map.closed or self._map[0] != 1:
             return
         self._armed = False  # the sync and the waits below call torch themselves
         try:
-            self._sync()
-            if not self._await_turn("release"):
-                self.lost = True
-                raise _Gone("the evaluator went away while the check stepped aside")
-            asked = time.perf_counter()
-            if not self._await_turn("shared"):
-                self.lost = True
-                raise _Gone("the evaluator went away while the check stepped aside")
-            self.waited_s += time.perf_counter() - asked
+            self._let_go()
+            self._come_back()
             self.steps += 1
         finally:
             self._armed = True
 
+    def _let_go(self) -> None:
+        self._sync()
+        if not self._await_turn("release"):
+            self.lost = True
+            raise _Gone("the evaluator went away while the check stepped aside")
+
+    def _come_back(self) -> None:
+        self._compiling = False
+        asked = time.perf_counter()
+        if not self._await_turn("shared"):
+            self.lost = True
+            raise _Gone("the evaluator went away while the check stepped aside")
+        self.waited_s += time.perf_counter() - asked
+
     def _launch_hook(self, *_args: Any, **_kwargs: Any) -> None:
         self.poll()
+
+    def _before_compile(self, *_args: Any, **_kwargs: Any) -> None:
+        """Triton is about to compile: CPU work, done with the shared side let go."""
+        if self._armed and self.holding and not self._compiling:
+            self._armed = False
+            try:
+                self._let_go()
+            finally:
+                self._armed = True
+            self._compiling = True
+            self.compiles_off_lock += 1
+        return None  # never skip the compilation
+
+    def _after_compile(self, *_args: Any, **_kwargs: Any) -> None:
+        if self._compiling and self._armed and self.holding:
+            self._armed = False
+            try:
+                self._come_back()
+            finally:
+                self._armed = True
+        return None
 
     # -- install and remove --------------------------------------------------------------------
 
@@ -132,8 +179,27 @@ class StepAside:
             where.launch_enter_hook = None
         self._hook_added = None
 
+    def _add_compile_hooks(self) -> None:
+        runtime = _triton_runtime()
+        if runtime is None:
+            return
+        for slot, hook in (("jit_cache_hook", self._before_compile),
+                           ("jit_post_compile_hook", self._after_compile)):
+            if hasattr(runtime, slot) and getattr(runtime, slot) is None:
+                setattr(runtime, slot, hook)
+                self._compile_hooks.append((runtime, slot))
+        if len(self._compile_hooks) == 1:  # both or neither: never let go without coming back
+            runtime, slot = self._compile_hooks.pop()
+            setattr(runtime, slot, None)
+
+    def _remove_compile_hooks(self) -> None:
+        while self._compile_hooks:
+            runtime, slot = self._compile_hooks.pop()
+            setattr(runtime, slot, None)
+
     def __enter__(self) -> StepAside:
         self._add_launch_hook()
+        self._add_compile_hooks()
         self._mode = _CallMode(self)
         self._mode.__enter__()
         self._armed = True
@@ -147,6 +213,7 @@ class StepAside:
                 self._mode = None
         finally:
             self._remove_launch_hook()
+            self._remove_compile_hooks()
             self._map.close()
 
 

@@ -170,7 +170,7 @@ class LiveRunner:
         fields = ("kernel_id", "status", "eval_latency_s", "worker_overhead_s", "compile_s",
                   "check_s", "timing_s", "pool_wait_s", "shared_wait_s", "timing_wait_s",
                   "yield_wait_s", "setup_s", "prep_s", "longest_shape_s", "source_check_s",
-                  "step_asides", "timing_reps", "ms", "ref_ms",
+                  "step_asides", "compiles_off_lock", "timing_reps", "ms", "ref_ms",
                   "worker_recycled")
         record = {"run_id": self.run_id, "task_id": task_name,
                   "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
@@ -244,7 +244,22 @@ class LiveRunner:
                 self._write_profile_batches()
             if self._own_evaluator:
                 self.evaluator.close()
+            self._write_lock_closes()
         return RunResult(out=out, run_id=self.run_id, tasks=summaries)
+
+    def _write_lock_closes(self) -> None:
+        """OUT/gpu-lock.jsonl: one line per close of the GPU lock in this piece of the run (why
+        it closed, the checks inside, how long they took to drain, the timings it served)."""
+        if self.gpu_lock is None:
+            return
+        closes = self.gpu_lock.closes()
+        if not closes:
+            return
+        first = float(closes[0]["at"])
+        with open(Path(self.config.out) / "gpu-lock.jsonl", "a") as f:
+            for close in closes:
+                f.write(json.dumps({"run_id": self.run_id, **close,
+                                    "at": float(close["at"]) - first}) + "\n")
 
     def _write_profile_batches(self) -> None:
         """OUT/profile-batches.jsonl: one line per Nsight Compute batch of this run (kernels,

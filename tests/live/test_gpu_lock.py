@@ -281,7 +281,8 @@ def test_the_evaluator_sets_its_lock_s_patience() -> None:
     with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, gpu_lock=lock,
                    memory_plan=False) as ev:  # defaults: half the workers (at least 2), 15 s
         assert lock.describe() == {"timing_batch": 2, "timing_patience_s": 15.0}
-        assert ev.gpu_lock_info == {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 1}
+        assert ev.gpu_lock_info == {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 1,
+                                    "step_aside": True}
 
 
 def test_a_live_run_records_its_timing_patience_in_the_manifest(tmp_path) -> None:
@@ -542,7 +543,6 @@ def test_the_lock_raises_its_step_aside_signal_while_closed_on_readers() -> None
         with lock.exclusive():  # a quiet point: no reader to ask
             assert not signal.raised
         assert signal.raised_count == 1
-        assert lock.describe()["step_aside"] is True
     finally:
         signal.close()
     assert not Path(signal.path).exists()
@@ -598,3 +598,87 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
         else:
             writer = False
     assert lock.state == (0, False)
+
+
+def test_step_aside_lets_go_at_a_safe_point_and_around_compilations() -> None:
+    """D97, the worker's side: with the signal down a torch call goes on; with it up the check
+    waits for its GPU work, lets the shared side go and asks for it again; a Triton
+    compilation runs with the shared side let go, taken again after it or at the next safe
+    point if the compiler raised; nothing happens while the check is off the lock anyway."""
+    import torch
+
+    from live.evaluator.gpu_lock import StepAsideSignal
+    from live.evaluator.step_aside import StepAside
+
+    signal = StepAsideSignal()
+    turns: list[str] = []
+
+    def await_turn(kind: str) -> bool:
+        turns.append(kind)
+        if kind == "shared":  # granted once the timings are served and the lock opens again
+            signal.set(False)
+        return True
+
+    try:
+        with StepAside(signal.path, await_turn, lambda: turns.append("sync")) as aside:
+            torch.add(torch.ones(2), 1)
+            assert turns == [] and aside.steps == 0
+            signal.set(True)
+            torch.add(torch.ones(2), 1)  # a safe point: step aside
+            assert turns == ["sync", "release", "shared"] and aside.steps == 1
+            turns.clear()
+            aside._before_compile()  # Triton's jit_cache_hook: compile off the lock
+            assert turns == ["sync", "release"]
+            aside._after_compile()
+            assert turns == ["sync", "release", "shared"] and aside.compiles_off_lock == 1
+            turns.clear()
+            aside._before_compile()  # the compiler raised: no post-compile hook ...
+            torch.zeros(1)  # ... the next torch call takes the shared side again first
+            assert turns == ["sync", "release", "shared"] and aside.compiles_off_lock == 2
+            turns.clear()
+            aside.holding = False  # making a shape's inputs off the lock (D95)
+            signal.set(True)
+            torch.zeros(1)
+            aside._before_compile()
+            assert turns == []
+        signal.set(True)
+        torch.zeros(1)  # outside the check: no safe point
+        assert turns == []
+    finally:
+        signal.close()
+
+
+def test_step_aside_notes_a_parent_that_went_away() -> None:
+    import torch
+
+    from live.evaluator.gpu_lock import StepAsideSignal
+    from live.evaluator.step_aside import StepAside, gone
+
+    signal = StepAsideSignal()
+    try:
+        with StepAside(signal.path, lambda kind: False, lambda: None) as aside:
+            signal.set(True)
+            with pytest.raises(Exception) as raised:
+                torch.zeros(1)
+            assert gone(raised.value) and aside.lost
+    finally:
+        signal.close()
+
+
+def test_the_lock_records_each_close() -> None:
+    """Each close is recorded with its reason, the readers inside, how long they took to
+    drain and how many writers it served (the runner writes them to gpu-lock.jsonl)."""
+    lock = GpuLock(batch=1, patience_s=60.0)
+    with lock.exclusive():  # a quiet point
+        pass
+    lock.acquire_shared()
+    log: list[str] = []
+    writer = Holder(lock, "x", "w", log, stay=False)
+    time.sleep(0.2)
+    lock.release_shared()
+    assert writer.entered.wait(2) and writer.done()
+    assert _until(lambda: len(lock.closes()) == 2)
+    quiet, batch = lock.closes()
+    assert quiet["reason"] == "quiet" and quiet["readers"] == 0 and quiet["served"] == 1
+    assert batch["reason"] == "batch" and batch["readers"] == 1 and batch["served"] == 1
+    assert 0.15 <= float(batch["drain_s"]) <= float(batch["closed_s"])
