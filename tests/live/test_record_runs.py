@@ -1,0 +1,116 @@
+"""benchmarks/record_runs.py: a plan of resumable live runs, recorded side by side, one GPU each
+(here on the CPU, with a one-task set), and the figures it reports for each piece."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from kbsim.trace.reader import validate_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("record_runs",
+                                                  ROOT / "benchmarks" / "record_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["record_runs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+record_runs = _module()
+
+
+@pytest.mark.parametrize("plan, message", [
+    ({"runs": [{"name": "a", "policy": "explore", "steps": 2}]}, "needs 'tasks'"),
+    ({"tasks": "builtin", "runs": []}, "needs 'tasks'"),
+    ({"tasks": "builtin", "runs": [{"name": "a", "steps": 2}]}, "run a lacks policy"),
+])
+def test_a_bad_plan_is_refused_in_one_sentence(tmp_path: Path, plan: dict, message: str) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(SystemExit, match=message):
+        record_runs.load_plan(path)
+
+
+def test_the_shipped_plan_continues_the_unfinished_runs_one_per_gpu(tmp_path: Path) -> None:
+    plan = record_runs.load_plan(ROOT / "benchmarks/plans/tritonbench-g-h200.json")
+    runs = ROOT / "benchmarks/runs"
+    jobs = record_runs.default_jobs(plan, tmp_path, runs, n_gpus=4)
+    # the exploration trace is not complete, so it is not profiled yet; pilots never run by
+    # default
+    expected = [r["name"] for r in plan["runs"] if not r.get("scratch")]
+    for name in expected:
+        report = record_runs.progress_of(record_runs.where(name, tmp_path, runs), 60)
+        if report is not None and report["complete"]:
+            expected.remove(name)
+    assert jobs[:len(expected)] == expected
+    assert not any(job.startswith("pilot") for job in jobs)
+    assert len(record_runs.default_jobs(plan, tmp_path, runs, n_gpus=1)) == 1
+
+
+def test_piece_figures_count_this_piece_s_evaluations_and_lock_closes(tmp_path: Path) -> None:
+    old = {"task_id": "t0", "finished": "2026-01-01T00:00:00+00:00", "status": "ok",
+           "ms": 1.0, "ref_ms": 1.0}
+    rows = [old] + [
+        {"task_id": f"t{k % 2}", "finished": f"2026-01-01T00:00:{10 + 2 * k:02d}+00:00",
+         "status": "ok", "ms": 1.0, "ref_ms": 1.0 + 0.05 * (k == 1), "eval_latency_s": 2.0 + k,
+         "step_asides": 1, "compiles_off_lock": 2}
+        for k in range(5)]
+    (tmp_path / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    figures = record_runs.live_figures(tmp_path, since_line=1, wall_s=20.0, fresh=True)
+    assert figures["evaluations"] == 5 and figures["evaluations_per_s"] == 0.25
+    assert figures["loop_s"] == 8.0 and figures["evaluations_per_loop_s"] == 0.5
+    assert figures["median_eval_latency_s"] == 4.0
+    assert figures["step_asides"] == 5 and figures["compiles_off_lock"] == 10
+    # the first evaluation of each task is k0 against itself: t0 exact, t1 5 % off
+    assert figures["aa_tasks"] == 2 and figures["aa_within_2pct"] == 1
+    assert figures["aa_worst_pct"] == 5.0
+    closes = [{"reason": "quiet", "readers": 0, "drain_s": 0.0, "closed_s": 0.2, "served": 1},
+              {"reason": "batch", "readers": 2, "drain_s": 1.0, "closed_s": 1.5, "served": 3}]
+    (tmp_path / "gpu-lock.jsonl").write_text("".join(json.dumps(c) + "\n" for c in closes))
+    lock = record_runs.lock_figures(tmp_path, since_line=0)
+    assert lock["lock_closes"] == 2 and lock["lock_closes_quiet"] == 1
+    assert lock["lock_closes_batch"] == 1 and lock["lock_served_sum"] == 4
+    assert lock["lock_drain_s_sum"] == 1.0
+    assert record_runs.lock_figures(tmp_path, since_line=2) == {}
+
+
+def test_a_piece_records_a_run_and_packs_it(tmp_path: Path) -> None:
+    """One real piece on the CPU: a run started afresh, then resumed by a second call; each
+    call leaves the run packed, its logs and a summary with the piece's figures."""
+    plan = {"tasks": "add", "live_args": ["--proposer", "mutate", "--seed", "0",
+                                          "--device", "cpu", "--eval-workers", "1"],
+            "runs": [{"name": "r", "policy": "explore", "steps": 2, "profile": "off"}]}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    work, runs = tmp_path / "work", tmp_path / "runs"
+    for call, steps in ((1, 1), (2, 2)):
+        plan["runs"][0]["steps"] = steps
+        path.write_text(json.dumps(plan))
+        out = tmp_path / f"out{call}"
+        rc = record_runs.main([str(path), "--out", str(out), "--gpus", "0", "--work", str(work),
+                               "--runs-dir", str(runs), "--max-wall", "120"])
+        assert rc == 0
+        summary = json.loads((out / "summary.json").read_text())
+        job = summary["jobs"]["r"]
+        assert job["rc"] == 0 and job["evaluations"] >= 1
+        assert job["evaluated_after"] == steps and job["complete_after"]
+        assert ("--resume" in job["command"]) == (call == 2)
+        with tarfile.open(out / "r.tar.gz") as tar:
+            tar.extractall(tmp_path / f"unpacked{call}",
+                           **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        validate_trace(tmp_path / f"unpacked{call}" / "r")
+        with tarfile.open(out / "logs.tar.gz") as tar:
+            assert "logs/r.log" in tar.getnames()
+    # complete: nothing left to run
+    assert record_runs.main([str(path), "--out", str(tmp_path / "out3"), "--gpus", "0",
+                             "--work", str(work), "--runs-dir", str(runs)]) == 0
+    assert not (tmp_path / "out3").exists()
