@@ -1,6 +1,6 @@
 """Throughput of a resumable live run, piece by piece, from its ``evaluations.jsonl``.
 
-A run recorded in pieces (``benchmarks/gpu/live_run.sh``, one per device call) leaves one
+A run recorded in resumable pieces (``benchmarks/record_runs.py``) leaves one
 JSON line per evaluation with its finish time and where its latency went. This splits the
 lines into pieces at gaps of more than ``--gap`` seconds and prints, per piece, as Markdown:
 evaluations, their span and rate, statuses, and the median latency and waits (GPU lock,

@@ -1,10 +1,11 @@
 """How far a live run recorded in pieces is from its target: evaluated attempts per task.
 
 A run of T steps per task spends a step on every attempt the evaluator judged, not on the
-proposals the mutator could not apply (``not_applicable``, issue #18's rule). This reads a run
-folder (``benchmarks/runs/NAME/`` or an extracted ``live_run.sh`` tarball) and prints, per task of
-the manifest: evaluated attempts, not-applicable rows, and whether the task is done, still to
-run, or stopped because its k0 failed on its own (``evaluations.jsonl``; such a task never runs).
+proposals the mutator could not apply (``not_applicable``: they spend no step). This reads a
+run folder (``benchmarks/runs/NAME/`` or an extracted ``record_runs.py`` tarball) and prints, per
+task of the manifest: evaluated attempts, not-applicable rows, and whether the task is done,
+still to run, or stopped because its k0 failed on its own (``evaluations.jsonl``; such a task
+never runs).
 
     python benchmarks/live_progress.py DIR [--target 60] [--json out.json]
 

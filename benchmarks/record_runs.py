@@ -23,10 +23,15 @@ profiling of the plan's ``profile.run`` once that run is complete, one per GPU):
   copies of run NAME (``benchmarks/gpu/profile_sessions_check.py``).
 
 OUT receives ``NAME.tar.gz`` per run that ran, ``logs.tar.gz`` (each job's log, and each live
-job's ``evaluations.jsonl`` lines of this piece) and ``summary.json``: per job its GPU, exit
-status, wall time and, for live jobs, the evaluations of this piece, evaluations per second,
-the evaluated attempts toward the target before and after, and the first evaluation of each task
-of a run started afresh (k0 timed against itself, an A/A check under load). A run is complete
+job's ``evaluations.jsonl`` and ``gpu-lock.jsonl``) and ``summary.json``: per job its GPU, exit
+status, wall time, the piece's line for ``benchmarks/runs/NAME.commands`` (its ``kernelband``
+command, start, tree from ``KB_TREE`` or git, GPU, and the steps after it) and, for live jobs,
+the evaluations of this piece, evaluations per second, the evaluated attempts toward the target
+before and after, the GPU lock's closes (how long checks took to drain for timings), and the
+first evaluation of each task of a run started afresh (k0 timed against itself, an A/A check
+under load). Give each device call at least ``--stop-s`` + 90 seconds: a job is interrupted at
+``--stop-s`` and has 30 more to end before it is killed, then the runs are validated and
+packed. A run is complete
 when every task that can run has ``steps`` evaluated attempts (``benchmarks/live_progress.py``).
 
 Runs on the GPU host; ``--dry-run`` (any machine) prints the jobs and their commands.
@@ -38,6 +43,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -238,6 +244,39 @@ def live_figures(folder: Path, since_line: int, wall_s: float, fresh: bool) -> d
     return figures
 
 
+def tree() -> str:
+    """The source tree this runs: ``KB_TREE``, else git's short hash, else "unknown"."""
+    if os.environ.get("KB_TREE"):
+        return os.environ["KB_TREE"]
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def piece_line(job: Job, work: Path, started: str, gpu: str, steps: int | None) -> str:
+    """The piece's line for NAME.commands: its kernelband command as a user types it (the run
+    folder as DIR), then '#' with its start, the tree, the GPU and the steps after it."""
+    command = job.command[job.command.index(sys.executable) + 1:]
+    shown = ["kernelband" if part == "kernelband.cli" else
+             "DIR" if part == str(work / job.run) else part for part in command]
+    if shown[:1] == ["-m"]:
+        shown = shown[1:]
+    return (f"{shlex.join(shown)}   # {started}, {tree()}, {gpu}; "
+            f"{steps if steps is not None else '?'} steps")
+
+
+def steps_in(folder: Path) -> int | None:
+    from kbsim.trace.reader import load_trace
+
+    try:
+        return len(load_trace(folder).steps)
+    except Exception:  # noqa: BLE001 - a run that did not start: no count
+        return None
+
+
 def gpu_names() -> list[str]:
     try:
         text = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version",
@@ -312,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {"gpus": gpu_names(), "started": dt.datetime.now(
         dt.timezone.utc).isoformat(timespec="seconds"), "max_wall_s": args.max_wall,
         "stop_s": stop_s, "jobs": {}}
+    started_at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    names_by_index = {line.split(",")[0].strip(): line.split(",")[1].strip()
+                      for line in summary["gpus"] if line.count(",") >= 1}
     for job in jobs:
         assert job.process is not None
         rc = job.process.wait()
@@ -331,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
                     entry[f"evaluated_{label}"] = report["evaluated_toward_target"]
                     entry["needed"] = report["needed"]
                     entry[f"complete_{label}"] = report["complete"]
+        if job.kind in ("live", "profile"):
+            gpu = names_by_index.get(job.gpu, f"GPU {job.gpu}")
+            entry["piece"] = piece_line(job, args.work, started_at, gpu, steps_in(folder))
         if job.kind in ("live", "profile") and (folder / "manifest.json").is_file():
             check = subprocess.run([sys.executable, "-m", "kernelband.cli", "traces", "validate",
                                     str(folder)], capture_output=True, text=True, cwd=ROOT,

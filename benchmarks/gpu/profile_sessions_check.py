@@ -5,12 +5,12 @@ at once; ``--rounds 2`` repeats the pair in the other order), each pass under th
 ``--max-wall``, and prints kernels per second, the share of each pass that some session measured
 (``device_held_s / seconds``), and how far the two passes' signatures of the same kernel lie
 apart (percentage points of peak, the largest over SM, DRAM and L2). Run it where the trace's tasks
-load as in its recording (for #19: KERNELBAND_CACHE_DIR seeded from
-benchmarks/runs/tb-check-cache-h200, as benchmarks/gpu/tb19_piece.sh does).
+load as in its recording (for a TritonBench-G run: KERNELBAND_CACHE_DIR seeded from the run's
+check cache, as ``benchmarks/record_runs.py`` does; its ``sessions-check:NAME`` job runs this).
 
     python benchmarks/gpu/profile_sessions_check.py benchmarks/runs/tb-explore-h200 \
         --tasks tritonbench/cosine_compute,tritonbench/kldiv_triton --sessions 3 \
-        --max-wall 60 --json $OUT/profile_sessions.json
+        --max-wall 60 --json OUTDIR/profile_sessions.json
 """
 
 from __future__ import annotations

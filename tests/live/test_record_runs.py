@@ -104,6 +104,9 @@ def test_a_piece_records_a_run_and_packs_it(tmp_path: Path) -> None:
         assert job["rc"] == 0 and job["evaluations"] >= 1
         assert job["evaluated_after"] == steps and job["complete_after"]
         assert ("--resume" in job["command"]) == (call == 2)
+        # the piece's line for NAME.commands: the command as typed, the run folder as DIR
+        assert job["piece"].startswith("kernelband live --out DIR")
+        assert job["piece"].endswith(" steps") and "--policy explore" in job["piece"]
         with tarfile.open(out / "r.tar.gz") as tar:
             tar.extractall(tmp_path / f"unpacked{call}",
                            **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))

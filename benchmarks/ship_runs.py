@@ -1,24 +1,29 @@
-"""Ship issue #19's three TritonBench-G runs as datasets and make the tables the issue asks for.
+"""Ship the live runs a recording plan describes as trace datasets, with the tables they answer.
 
-    python benchmarks/ship_tb19.py --out out/tb19              # the runs are complete
-    python benchmarks/ship_tb19.py --rehearse --out /tmp/tb19  # the runs as they stand
+    python benchmarks/ship_runs.py PLAN.json --out OUT              # the runs are complete
+    python benchmarks/ship_runs.py PLAN.json --rehearse --out /tmp/x  # the runs as they stand
+
+PLAN is the recording plan of ``benchmarks/record_runs.py`` (``benchmarks/plans/``); its
+``ship`` section names, per run, the dataset it becomes and how its kernels were profiled, the
+exploration run, the two policy runs of the head-to-head, the size limit, the benchmark's licence
+file and the notes every dataset's README carries.
 
 Stages:
 
-1. Each run under ``benchmarks/runs/`` is checked: every operator that can run has its target of
-   evaluated attempts (``live_progress.py``), and the exploration trace has every correct kernel
-   profiled. A rehearsal notes what is missing and goes on; otherwise the script stops there.
-2. Each is copied to ``DEST/NAME`` (``traces/``; a rehearsal: ``OUT/traces/``) without the
-   run's side files (``evaluations.jsonl``, ``best/``, the writer's lock), validated, and given a
-   README: the generated summary (``benchmarks/gpu/dataset_readme.py``, with every piece's
-   command from ``NAME.commands`` and the driver from the newest session's ``nvidia-smi.txt``)
-   and notes (the GPU model, the operators left out and why, the licence of the operators'
-   code). The three must fit in 30 MB.
-3. Under ``OUT``: the live head-to-head (v2 against greedy), the sim-to-real check of each
+1. Each run under ``--runs-dir`` (``benchmarks/runs/``) is checked: every task that can run has
+   its target of evaluated attempts (``live_progress.py``), and the exploration run has every
+   correct kernel profiled. A rehearsal notes what is missing and goes on; otherwise the script
+   stops there.
+2. Each is copied to ``DEST/DATASET`` (``traces/``; a rehearsal: ``OUT/traces/``) without the
+   run's side files (``evaluations.jsonl``, ``gpu-lock.jsonl``, ``best/``, the writer's lock),
+   validated, and given a README: the generated summary (``benchmarks/gpu/dataset_readme.py``,
+   with every piece's command from ``NAME.commands``) and notes (the tasks left out and why, the
+   plan's notes), and, where the plan names the benchmark's licence, that ``LICENSE`` and a
+   ``NOTICE`` naming the origin of the kernels. The datasets must fit in ``max_mb``.
+3. Under ``OUT``: the live head-to-head of the two policy runs, the sim-to-real check of each
    policy run, and the replay of the paper's ablation grid (``kernelband demo`` on DEST's
    datasets), each by its CLI command.
-4. ``OUT/benchmarks.md``: those tables with their commands, this machine and the date, for
-   docs/benchmarks.md.
+4. ``OUT/benchmarks.md``: those tables with their commands, this machine and the date.
 
 A rehearsal's outputs are marked as such in every file: partial runs are not results.
 """
@@ -35,47 +40,80 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS_DIR = ROOT / "benchmarks" / "runs"
 for path in (ROOT, ROOT / "benchmarks", ROOT / "benchmarks" / "gpu"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-#: the issue's limit for the three datasets together
-MAX_BYTES = 30 * 1024 * 1024
 #: run-side files that are not part of a dataset (traces/SCHEMA.md)
-SIDE_FILES = ("evaluations.jsonl", "best", ".writer.lock")
-CHECK_CACHE = RUNS_DIR / "tb-check-cache-h200" / "gold-checks"
-SUBSET = "paper_subset_50.json"
+SIDE_FILES = ("evaluations.jsonl", "gpu-lock.jsonl", "best", ".writer.lock")
 
 
 @dataclass(frozen=True)
 class Run:
-    folder: str  # under benchmarks/runs/
+    folder: str  # under the runs folder
     name: str  # the shipped dataset's name under traces/
-    target: int  # evaluated attempts per operator
+    target: int  # evaluated attempts per task
     profile: str  # how its kernels were profiled, for the README
 
-    @property
-    def source(self) -> Path:
-        return RUNS_DIR / self.folder
+
+@dataclass
+class Setup:
+    """What a plan says about shipping its runs (the plan's ``ship`` section)."""
+
+    runs: tuple[Run, ...]
+    runs_dir: Path
+    explore: str  # the exploration run's folder
+    pair: tuple[str, ...]  # the two policy runs of the head-to-head
+    max_bytes: int
+    check_cache: Path | None
+    notes: list[str] = field(default_factory=list)
+    benchmark: str = ""
+    licence: Path | None = None
+    notice: str = ""
+    demo_analysis: str = "analysis"
+    title: str = "Live runs"
+
+    def run(self, folder: str) -> Run:
+        return next(r for r in self.runs if r.folder == folder)
 
 
-RUNS: tuple[Run, ...] = (
-    Run("tb-explore-h200", "tritonbench-g-explore-h200", 60,
-        "every correct kernel profiled with Nsight Compute afterwards "
-        "(`kernelband traces profile`)"),
-    Run("tb-v2-h200", "tritonbench-g-v2-h200", 40,
-        "`--profile reps`: the representatives KernelBand v2 asked signatures of were profiled "
-        "with Nsight Compute during the run"),
-    Run("tb-greedy-h200", "tritonbench-g-greedy-h200", 40,
-        "`--profile off` (greedy reads no signature)"),
-)
-EXPLORE, V2, GREEDY = RUNS
+def benchmark_dir(tasks: str) -> Path | None:
+    """The benchmark folder of a task spec such as ``tritonbench:DIR@subset.json``."""
+    if ":" not in tasks:
+        return None
+    folder = tasks.split(":", 1)[1].split("@", 1)[0]
+    path = Path(folder)
+    return path if path.is_absolute() else ROOT / path
+
+
+def setup_from_plan(plan_path: Path, runs_dir: Path, benchmark: Path | None = None) -> Setup:
+    """A `Setup` from a recording plan; one sentence on what is missing."""
+    plan = json.loads(plan_path.read_text())
+    ship = plan.get("ship")
+    if not isinstance(ship, dict) or not ship.get("datasets"):
+        raise SystemExit(f"{plan_path}: the plan has no 'ship' section naming its datasets")
+    steps = {r["name"]: int(r["steps"]) for r in plan.get("runs", [])}
+    runs = []
+    for folder, dataset in ship["datasets"].items():
+        if folder not in steps:
+            raise SystemExit(f"{plan_path}: dataset of run {folder!r}, which the plan lacks")
+        runs.append(Run(folder, dataset["name"], steps[folder], dataset.get("profiles", "")))
+    bench = benchmark or benchmark_dir(plan.get("tasks", ""))
+    licence = (bench / ship["licence"]) if bench is not None and ship.get("licence") else None
+    cache = ship.get("check_cache")
+    return Setup(runs=tuple(runs), runs_dir=runs_dir, explore=ship["explore"],
+                 pair=tuple(ship.get("head_to_head", ())),
+                 max_bytes=int(float(ship.get("max_mb", 30)) * 1024 * 1024),
+                 check_cache=(ROOT / cache) if cache else None, notes=list(ship.get("notes", [])),
+                 benchmark=ship.get("benchmark", ""), licence=licence,
+                 notice=ship.get("notice", ""), demo_analysis=ship.get("demo_analysis",
+                                                                       "analysis"),
+                 title=ship.get("title", "Live runs"))
 
 
 def say(text: str) -> None:
@@ -86,23 +124,24 @@ def say(text: str) -> None:
 # stage 1: ready?
 
 
-def readiness(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
+def readiness(run: Run, setup: Setup) -> tuple[dict[str, Any] | None, list[str]]:
     """The run's progress report (None if it has not started) and what keeps it from shipping."""
     from live_progress import progress
 
-    if not (run.source / "manifest.json").exists():
+    source = setup.runs_dir / run.folder
+    if not (source / "manifest.json").exists():
         return None, [f"{run.folder} has not started"]
-    report = progress(run.source, run.target)
+    report = progress(source, run.target)
     problems = []
     if not report["complete"]:
         left = report["needed"] - report["evaluated_toward_target"]
         problems.append(f"{run.folder}: {report['finished_tasks']} of {report['runnable']} "
                         f"operators at {run.target} evaluated attempts ({left} attempts left)")
-    if run is EXPLORE:
-        correct, profiled = kernel_counts(run.source)
+    if run.folder == setup.explore:
+        correct, profiled = kernel_counts(source)
         if profiled < correct:
             problems.append(f"{run.folder}: {profiled} of {correct} correct kernels profiled "
-                            "(STAGE=profile bash benchmarks/gpu/tb19_piece.sh)")
+                            f"(record_runs.py PLAN --jobs profile:{run.folder})")
     return report, problems
 
 
@@ -121,11 +160,13 @@ def kernel_counts(folder: Path) -> tuple[int, int]:
 # stage 2: the datasets
 
 
-def skipped_at_load() -> list[tuple[str, str]]:
-    """(operator, reason) for the subset's operators that failed gold vs gold (the committed
-    check cache that every piece was seeded with)."""
-    out = []
-    for path in sorted(CHECK_CACHE.glob("**/*.json")):
+def skipped_at_load(setup: Setup) -> list[tuple[str, str]]:
+    """(task, reason) for the tasks that failed gold vs gold (the kept check cache that every
+    piece was seeded with)."""
+    out: list[tuple[str, str]] = []
+    if setup.check_cache is None:
+        return out
+    for path in sorted(setup.check_cache.glob("**/*.json")):
         record = json.loads(path.read_text())
         if not record.get("passed"):
             reason = _clip(" ".join(str(record.get("reason") or "").split()))
@@ -139,75 +180,52 @@ def _clip(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def newest_nvidia_smi() -> Path | None:
-    found = sorted((ROOT / "benchmarks" / "results").glob("tritonbench_g_h200_*/nvidia-smi.txt"))
-    return found[-1] if found else None
-
-
-def commands_of(run: Run) -> list[str]:
-    path = RUNS_DIR / f"{run.folder}.commands"
+def commands_of(run: Run, setup: Setup) -> list[str]:
+    path = setup.runs_dir / f"{run.folder}.commands"
     if not path.exists():
         return []
     return [line for line in path.read_text().splitlines()
             if line.strip() and not line.startswith("#")]
 
 
-def notes(run: Run, report: dict[str, Any], rehearsal: list[str]) -> list[str]:
-    stopped = [(t["task"].removeprefix("tritonbench/"), _clip(" ".join(str(t["error"]).split())))
+def notes(run: Run, report: dict[str, Any], rehearsal: list[str], setup: Setup) -> list[str]:
+    stopped = [(t["task"].split("/", 1)[-1], _clip(" ".join(str(t["error"]).split())))
                for t in report["tasks"] if t["state"] == "k0 failed"]
-    skipped = skipped_at_load()
+    skipped = skipped_at_load(setup)
     runnable = report["runnable"]
     lines = ["", "## Notes", ""]
     if rehearsal:
-        lines += ["- **REHEARSAL: not a result.** Written by `ship_tb19.py --rehearse` from a run "
+        lines += ["- **REHEARSAL: not a result.** Written by `ship_runs.py --rehearse` from a run "
                   "that is not complete: " + "; ".join(rehearsal) + ".", ""]
     lines += [
-        "- **Benchmark.** TritonBench-G as its authors ship it, the authors' 50-operator subset "
-        f"(`{SUBSET}`), read by path (`--tasks \"tritonbench:DIR@{SUBSET}\"`). "
-        f"{len(report['tasks'])} of its {len(report['tasks']) + len(skipped)} operators passed "
-        "the gold-vs-gold check on the H200 and are in the manifest; "
+        f"- **Benchmark.** {setup.benchmark} "
+        f"{len(report['tasks'])} of its {len(report['tasks']) + len(skipped)} tasks passed "
+        "the gold-vs-gold check and are in the manifest; "
         f"{runnable} of those ran (their k0 passed the live evaluation).",
     ]
     if skipped:
         lines += ["- **Left out at load** (the gold code disagrees with itself or cannot run; "
-                  "the committed check cache `benchmarks/runs/tb-check-cache-h200` was seeded "
-                  "into every piece so that every piece and all three runs have the same "
-                  "operators):"]
+                  "one kept check cache was seeded into every piece, so that every piece and "
+                  "every run have the same tasks):"]
         lines += [f"  - `{op}`: {reason}" for op, reason in skipped]
     if stopped:
-        lines += ["- **Stopped at k0** (in the manifest, no attempt: the operator's own gold "
+        lines += ["- **Stopped at k0** (in the manifest, no attempt: the task's own gold "
                   "code fails the live evaluation, so nothing can be judged against it):"]
         lines += [f"  - `{op}`: {error}" for op, error in stopped]
     lines += [
-        f"- **Steps.** T = {run.target} evaluated attempts per operator, seed 0, the `mutate` "
+        f"- **Steps.** T = {run.target} evaluated attempts per task, seed 0, the `mutate` "
         "proposer (no LLM). A `not_applicable` proposal (a mutation that does not apply to "
-        "its parent) spends no step (issue #18's rule) and is kept as a row.",
+        "its parent) spends no step and is kept as a row.",
         f"- **Profiles.** {run.profile}.",
-        "- **GPU.** Issue #19 asks for an H100, an H200 only if no H100 can be had, and one GPU "
-        "model for all three runs. Only single-GPU NVIDIA H200 machines were lent in the "
-        "sessions that recorded them, so all three are H200 runs. The evaluator ran 12 "
-        "workers on the one GPU (candidates compile and are checked side by side and are "
-        "timed alone).",
-        "- **In pieces.** Recorded in device calls of at most 10 minutes, each resuming the "
-        "trace of the one before (`benchmarks/gpu/tb19_piece.sh`, `benchmarks/runs/`); the "
-        "commands above are those pieces in order, each with its start (UTC), the tree, and "
-        "the steps after it. The manifest keeps the first piece's configuration.",
-        "- **Not in this folder.** The run's `evaluations.jsonl` (where each evaluation's time "
-        "went), kept with the sessions' logs under `benchmarks/results/`; `best/` (the best "
-        "kernels as files: they are in the kernels table).",
-        "- **Licence of the kernels.** The kernels table holds TritonBench-G operator code: "
-        "each operator's gold code (k0) and the `mutate` proposer's modifications of it (every "
-        "kernel other than k0 is such a modification, made by this project). TritonBench-G is "
-        "distributed under the Apache License 2.0 "
-        "(https://www.apache.org/licenses/LICENSE-2.0); the operators keep their own headers, "
-        "some with Advanced Micro Devices copyright notices. That code is data here, under "
-        "its licence, not part of kernelband's source.",
+        *setup.notes,
     ]
+    if setup.licence is not None:
+        lines += ["- **Licence of the kernels.** See `LICENSE` and `NOTICE` in this folder."]
     return lines
 
 
 def ship(run: Run, dest: Path, report: dict[str, Any], rehearsal: list[str],
-         smi: Path | None) -> Path:
+         smi: Path | None, setup: Setup) -> Path:
     from dataset_readme import build_readme, nvidia_smi_versions
 
     from kbsim.trace.reader import validate_trace
@@ -215,17 +233,23 @@ def ship(run: Run, dest: Path, report: dict[str, Any], rehearsal: list[str],
     target = dest / run.name
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(run.source, target, ignore=shutil.ignore_patterns(*SIDE_FILES))
+    shutil.copytree(setup.runs_dir / run.folder, target,
+                    ignore=shutil.ignore_patterns(*SIDE_FILES))
     problems = validate_trace(target)
     if problems:
         raise SystemExit(f"{target} does not validate: {problems[0]}")
     extra = nvidia_smi_versions(smi) if smi is not None else []
-    text = build_readme(target, commands_of(run), extra)
+    text = build_readme(target, commands_of(run, setup), extra)
     if rehearsal:
         text = text.replace("\n", "\n\n**REHEARSAL on a run that is not complete: not a "
                                   "result.**\n", 1)
-    text += "\n".join(notes(run, report, rehearsal)) + "\n"
+    text += "\n".join(notes(run, report, rehearsal, setup)) + "\n"
     (target / "README.md").write_text(text, encoding="utf-8")
+    if setup.licence is not None:  # the kernels derive from the benchmark's code: its terms
+        if not setup.licence.is_file():
+            raise SystemExit(f"{setup.licence}: the benchmark's licence file is not there")
+        shutil.copyfile(setup.licence, target / "LICENSE")
+        (target / "NOTICE").write_text(setup.notice.rstrip() + "\n", encoding="utf-8")
     return target
 
 
@@ -305,8 +329,15 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("plan", type=Path, help="the recording plan (benchmarks/plans/)")
     parser.add_argument("--out", type=Path, required=True,
                         help="folder for the analyses and benchmarks.md")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "benchmarks" / "runs",
+                        help="where the runs are kept [benchmarks/runs]")
+    parser.add_argument("--benchmark", type=Path, default=None,
+                        help="the benchmark's folder, for its licence [the plan's task spec]")
+    parser.add_argument("--nvidia-smi", type=Path, default=None,
+                        help="an nvidia-smi output of the recording host, for the READMEs")
     parser.add_argument("--rehearse", action="store_true",
                         help="ship the runs as they stand into OUT/traces (not a result)")
     parser.add_argument("--dest", type=Path, default=None,
@@ -315,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--boot", type=int, default=2000,
                         help="head-to-head bootstrap resamples [2000]")
     args = parser.parse_args(argv)
+    setup = setup_from_plan(args.plan, args.runs_dir, args.benchmark)
     out = args.out.resolve()
     dest = (args.dest or (out / "traces" if args.rehearse else ROOT / "traces")).resolve()
     if args.rehearse and dest == (ROOT / "traces").resolve():
@@ -323,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     say("1/4 checking the runs")
     reports: dict[str, dict[str, Any]] = {}
     missing: dict[str, list[str]] = {}
-    for run in RUNS:
-        report, problems = readiness(run)
+    for run in setup.runs:
+        report, problems = readiness(run, setup)
         for problem in problems:
             say(f"  {problem}")
         if report is not None:
@@ -338,22 +370,24 @@ def main(argv: list[str] | None = None) -> int:
     say(f"2/4 writing the datasets to {dest}")
     out.mkdir(parents=True, exist_ok=True)
     dest.mkdir(parents=True, exist_ok=True)
-    smi = newest_nvidia_smi()
+    smi = args.nvidia_smi
     shipped: dict[str, Path] = {}
-    for run in RUNS:
+    for run in setup.runs:
         if run.folder not in reports:
             continue
-        shipped[run.folder] = ship(run, dest, reports[run.folder], missing[run.folder], smi)
+        shipped[run.folder] = ship(run, dest, reports[run.folder], missing[run.folder], smi,
+                                   setup)
         say(f"  {rel(shipped[run.folder])}: {size_of(shipped[run.folder]) / 1e6:.2f} MB")
     total = sum(size_of(p) for p in shipped.values())
-    if total > MAX_BYTES:
-        raise SystemExit(f"the datasets hold {total / 1e6:.1f} MB, over the issue's 30 MB")
+    if total > setup.max_bytes:
+        raise SystemExit(f"the datasets hold {total / 1e6:.1f} MB, over the plan's "
+                         f"{setup.max_bytes / 2**20:g} MB")
 
     say("3/4 analyses (head-to-head, sim-to-real, the replay grid)")
     ran: list[tuple[str, str, float]] = []  # (what, command, seconds)
-    explore = shipped.get(EXPLORE.folder)
-    policies = [shipped[r.folder] for r in (V2, GREEDY) if r.folder in shipped]
-    # the head-to-head needs two policy runs; a rehearsal without greedy pits v2 against the
+    explore = shipped.get(setup.explore)
+    policies = [shipped[folder] for folder in setup.pair if folder in shipped]
+    # the head-to-head needs two policy runs; a rehearsal with one pits it against the
     # exploration trace, only to try the path
     pair = policies if len(policies) == 2 else (policies + ([explore] if explore else []))[:2]
     if len(pair) == 2:
@@ -364,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     for policy in policies:
         if explore is None:
             break
-        key = "s2r-" + policy.name.removeprefix("tritonbench-g-").removesuffix("-h200")
+        key = "s2r-" + policy.name
         command, seconds = kernelband(
             ["analyze", "sim2real", "--explore", rel(explore), "--policy-trace", rel(policy),
              "--seeds", str(args.seeds), "--out", rel(out / key)], out / f"{key}.log")
@@ -377,8 +411,7 @@ def main(argv: list[str] | None = None) -> int:
 
     say("4/4 OUT/benchmarks.md")
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["## TritonBench-G: KernelBand v2 against greedy, replay and sim-to-real (H200 "
-             "traces, issue #19)", ""]
+    lines = [f"## {setup.title}: live head-to-head, replay and sim-to-real", ""]
     if args.rehearse:
         lines += ["**REHEARSAL on runs that are not complete: these figures are not results.** "
                   + " ".join(p for problems in missing.values() for p in problems), ""]
@@ -397,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                       geomean_rows(read(out / what / "sim2real.md")), "",
                       f"Per operator: `{what}/sim2real.md` in the script's output."]
     if explore is not None:
-        analysis = out / "demo" / ("analysis" if args.rehearse else "tritonbench-g/analysis")
+        analysis = out / "demo" / ("analysis" if args.rehearse else setup.demo_analysis)
         lines += ["", "### Replay of the paper's ablation grid on the exploration trace", "",
                   replay_summary(analysis)]
     (out / "benchmarks.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
