@@ -417,6 +417,15 @@ class Evaluator:
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
                 continue
+            if tag == "phase" and payload == "shared:first" and held is not None:
+                # NOTE (D97): the first check's GPU work under the shared side; it is still the
+                # compile phase, under its own time limit
+                self._take(held, "shared", task_name,
+                           reserved if reserved is not None else [0], waits)
+                if not worker.send({"op": "go"}):
+                    got = worker._death()
+                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                continue
             if tag == "phase" and payload in ("shared", "timing") and held is not None:
                 asked = time.perf_counter()
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,

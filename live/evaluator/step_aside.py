@@ -68,6 +68,10 @@ class StepAside:
         await_turn: the worker's request for a side of the lock (``"release"``, ``"shared"``);
             False when the parent is gone.
         sync: waits for this process's GPU work to finish.
+        first: the candidate's first check, which starts off the lock (loading and compiling
+            are CPU work): the shared side is taken at its first safe point, with
+            ``"shared:first"`` (the parent keeps the compile phase's time limit), and
+            `held_now` says whether the caller must let it go afterwards.
 
     Attributes:
         holding: whether the check holds the shared side now (it lets it go on its own while
@@ -78,7 +82,7 @@ class StepAside:
     """
 
     def __init__(self, flag_path: str, await_turn: Callable[[str], bool],
-                 sync: Callable[[], None]) -> None:
+                 sync: Callable[[], None], *, first: bool = False) -> None:
         handle = os.open(flag_path, os.O_RDONLY)
         try:
             self._map = mmap.mmap(handle, 1, access=mmap.ACCESS_READ)
@@ -91,6 +95,8 @@ class StepAside:
         self._hook_added: Any = None
         self.holding = True
         self.lost = False
+        self._turn = "shared:first" if first else "shared"
+        self._taken = not first  # the shared side is ours (or was, before a compilation)
         self._compiling = False  # let go for a compilation, to take again after it
         self._compile_hooks: list[tuple[Any, str]] = []
         self.steps = 0
@@ -104,8 +110,12 @@ class StepAside:
         closed for timings."""
         if not (self._armed and self.holding):
             return
-        if self._compiling:
-            self._come_back()
+        if self._compiling or not self._taken:  # GPU work next: take the shared side first
+            self._armed = False
+            try:
+                self._come_back()
+            finally:
+                self._armed = True
             return
         if self._map.closed or self._map[0] != 1:
             return
@@ -123,10 +133,16 @@ class StepAside:
             self.lost = True
             raise _Gone("the evaluator went away while the check stepped aside")
 
+    @property
+    def held_now(self) -> bool:
+        """Whether the check holds the shared side now (taken, and not let go to compile)."""
+        return self._taken and not self._compiling
+
     def _come_back(self) -> None:
         self._compiling = False
+        self._taken = True
         asked = time.perf_counter()
-        if not self._await_turn("shared"):
+        if not self._await_turn(self._turn):
             self.lost = True
             raise _Gone("the evaluator went away while the check stepped aside")
         self.waited_s += time.perf_counter() - asked
@@ -136,7 +152,7 @@ class StepAside:
 
     def _before_compile(self, *_args: Any, **_kwargs: Any) -> None:
         """Triton is about to compile: CPU work, done with the shared side let go."""
-        if self._armed and self.holding and not self._compiling:
+        if self._armed and self.holding and self._taken and not self._compiling:
             self._armed = False
             try:
                 self._let_go()

@@ -682,3 +682,50 @@ def test_the_lock_records_each_close() -> None:
     assert quiet["reason"] == "quiet" and quiet["readers"] == 0 and quiet["served"] == 1
     assert batch["reason"] == "batch" and batch["readers"] == 1 and batch["served"] == 1
     assert 0.15 <= float(batch["drain_s"]) <= float(batch["closed_s"])
+
+
+def test_the_first_check_runs_under_the_shared_side_and_steps_aside() -> None:
+    """D97: the first check (TritonBench-G's is a whole perf shape) takes the shared side at its
+    first torch call instead of running beside timings; a timing asked for meanwhile waits
+    only until it steps aside."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from live.evaluator import Evaluator
+    from tests.live.fixtures.candidates.tiny_tasks import SPEC
+
+    folder = Path(__file__).parent / "fixtures" / "candidates"
+    good = (folder / "vadd_good.py").read_text()
+    # its first call (the first check, before any other turn) spins on torch calls for 6 s
+    slow = good.replace("def vadd(x, y, out):\n",
+                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
+                        "    import torch\n    _calls[0] += 1\n    if _calls[0] == 1:\n"
+                        "        began = time.perf_counter()\n"
+                        "        while time.perf_counter() - began < 6.0:\n"
+                        "            torch.add(x, 0)\n            time.sleep(0.005)\n")
+    lock = RecordingLock()
+    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
+                   memory_limit_mb=8192, gpu_lock=lock, memory_plan=False,
+                   timing_patience_s=0.0, timing_batch=1) as ev:
+        with ThreadPoolExecutor(2) as pool:
+            long_check = pool.submit(lambda: ev.evaluate("vadd", slow, seed=0))
+            assert _until(lambda: "+s" in lock.events, timeout_s=60.0)  # its first check
+            quick = pool.submit(lambda: ev.evaluate("vadd", good, seed=1)).result()
+            stepped = long_check.result()
+    assert quick.status == "ok" and stepped.status == "ok", (quick.error, stepped.error)
+    assert stepped.step_asides is not None and stepped.step_asides >= 1
+    assert quick.timing_wait_s is not None and quick.timing_wait_s < 1.5
+    # the spin is the first check's, so it is in compile_s, less the wait while aside
+    assert stepped.compile_s is not None and stepped.compile_s >= 5.0
+    readers, writer = 0, False
+    for event in lock.events:
+        if event == "+s":
+            assert not writer
+            readers += 1
+        elif event == "-s":
+            readers -= 1
+        elif event == "+x":
+            assert readers == 0 and not writer
+            writer = True
+        else:
+            writer = False
+    assert lock.state == (0, False)
