@@ -409,16 +409,17 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
         c, s, p_arm = _thompson_arm(state, rng)
     else:
         c, s, p_arm = _ucb_arm(fparams, state)
+    # the default rule's cached path, unless an ablation's rule or a frontier is set or some
+    # member is known not applicable for s (then the uncached one, which skips such members)
+    uncached = iparams[I_PARENT] != PARENT_HEADROOM or iparams[I_FRONTIER] > 0
     if state.na_n[0] > 0:  # not-applicable pairs known: no arm left, or skip such parents
         if c < 0:
             return -1, -1, -1, np.nan
-        if _some_member_na(state, c, s):
-            parent, p_parent = choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng)
-            return c, s, parent, p_arm * p_parent
-    if iparams[I_PARENT] != PARENT_HEADROOM or iparams[I_FRONTIER] > 0:  # an ablation's rule
+        uncached = uncached or _some_member_na(state, c, s)
+    if uncached:
         parent, p_parent = choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng)
-        return c, s, parent, p_arm * p_parent
-    parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
+    else:
+        parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
     return c, s, parent, p_arm * p_parent
 
 
