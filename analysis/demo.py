@@ -8,11 +8,11 @@ project), each an exploration trace with the live policy runs recorded beside it
   ``tritonbench-g-v2-h200`` and ``tritonbench-g-greedy-h200``), once shipped (issue #19).
 
 Each dataset found goes through the same stages: replay (tape and fitted environments, preset
-``paper-ablation``) -> analysis tables and plots -> the sim-to-real check of each live policy
-run beside it (``analysis.sim2real``: the policy replayed on the exploration trace against the
-real run, per task). One HTML report holds every dataset. A checkout with no real trace
-replays a logging-policy (`explore`) trace of the synthetic environment, generated on the fly,
-and the report says so.
+``paper-ablation``, then preset ``components`` for the component table) -> analysis tables
+and plots -> the sim-to-real check of each live policy run beside it (``analysis.sim2real``:
+the policy replayed on the exploration trace against the real run, per task). One HTML
+report holds every dataset. A checkout with no real trace replays a logging-policy
+(`explore`) trace of the synthetic environment, generated on the fly, and the report says so.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ class DemoResult:
     #: every dataset in the report, in order: (key, exploration trace, live policy traces);
     #: the first one's results are ``replay`` and ``analysis``, the others' under OUT/KEY/
     datasets: tuple[tuple[str, Path, tuple[Path, ...]], ...] = ()
+    #: each dataset's component table in short (analysis.components.component_text)
+    components: str = ""
 
 
 def _traces_root(root: Path | None) -> Path:
@@ -112,9 +114,10 @@ def shipped_datasets(root: Path | None = None) -> list[tuple[Dataset, Path, tupl
 def run_demo(out: str | Path, *, trace: str | Path | None = None,
              policy_trace: str | Path | None = None, seeds: int = 100,
              say: Callable[[str], None] = print, progress: bool = True,
-             traces_root: Path | None = None) -> DemoResult:
+             traces_root: Path | None = None, component_seeds: int = 100) -> DemoResult:
     """Run the demo into `out` (replay/, analysis/, report.html; further datasets under
-    OUT/KEY/).
+    OUT/KEY/). Each dataset's report opens with the verdict and then the component table
+    (preset ``components`` on tape and fitted, min(seeds, component_seeds) seeds).
 
     With `trace`, that trace alone (and `policy_trace`'s sim-to-real check, if given);
     otherwise every dataset shipped under `traces_root` (default: the checkout's traces/),
@@ -157,7 +160,7 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
         where = out if index == 0 else out / key
         label = "" if index == 0 else f"{key} "
         analysis, parts = _dataset(explore, policies, where, seeds, say, progress, seconds,
-                                   label)
+                                   label, component_seeds)
         if synthetic:
             analysis.notes.insert(0, "No real GPU trace is shipped yet: this report replays a "
                                      "logging-policy trace of the synthetic environment.")
@@ -180,6 +183,7 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
     (out / "demo.json").write_text(json.dumps({
         "trace": str(plan[0][2]), "synthetic_stand_in": synthetic, "seeds": seeds,
         "preset": get_preset("paper-ablation").name,
+        "component_seeds": min(seeds, component_seeds),
         "policy_trace": str(plan[0][3][0]) if plan[0][3] else None,
         "datasets": [{"key": key, "trace": str(explore),
                       "policy_traces": [str(p) for p in policies]}
@@ -195,15 +199,23 @@ def run_demo(out: str | Path, *, trace: str | Path | None = None,
             text = ranking_text(verdict)
             rankings.append(f"{heading or key}:\n{text}" if len(analyses) > 1 else text)
     ranking = "\n\n".join(rankings)
+    from analysis.components import component_text
+
+    components = "\n\n".join(
+        (f"{heading or key}:\n" if len(analyses) > 1 else "") + component_text(table)
+        for key, heading, analysis, _ in analyses
+        if (table := analysis.tables.get("components")) is not None and not table.empty)
     return DemoResult(plan[0][2], synthetic, out / "replay", out / "analysis", report, seconds,
-                      plan[0][3][0] if plan[0][3] else None, ranking, datasets)
+                      plan[0][3][0] if plan[0][3] else None, ranking, datasets, components)
 
 
 def _dataset(trace_dir: Path, policies: tuple[Path, ...], out: Path, seeds: int,
              say: Callable[[str], None], progress: bool, seconds: dict[str, float],
-             label: str) -> tuple[Any, list[tuple[str, str, Any]]]:
+             label: str, component_seeds: int = 100) -> tuple[Any, list[tuple[str, str, Any]]]:
     """Replay, analyse and check one dataset into `out` (replay/, analysis/): its analysis
-    (with the first policy's sim-to-real check) and one more part per further policy run."""
+    (with the component table and the first policy's sim-to-real check) and one more part
+    per further policy run."""
+    from analysis.components import component_table_from_summary
     from analysis.inputs import load_input
     from analysis.pipeline import Analysis, analyze_input, write_analysis
     from kbsim.envs.registry import TRACE_ENVS, build_envs
@@ -221,10 +233,21 @@ def _dataset(trace_dir: Path, policies: tuple[Path, ...], out: Path, seeds: int,
               out=replay_dir, progress=progress)
     seconds[f"{label}replay"] = time.perf_counter() - t0
 
+    say(f"replaying the component preset (each part of KernelBand v2 against full v2, "
+        f"{component_seeds} seeds)")
+    t0 = time.perf_counter()
+    parts_grid = get_preset("components")
+    component_runs = run_sweep(parts_grid.policies, envs, min(seeds, component_seeds),
+                               parts_grid.steps, keep_steps=False)
+    components = component_table_from_summary(component_runs.summary)
+    seconds[f"{label}components"] = time.perf_counter() - t0
+
     say("analysing" + (f" {label.strip()}" if label else ""))
     t0 = time.perf_counter()
     analysis_dir = out / "analysis"
     analysis = analyze_input(load_input(replay_dir))
+    if not components.empty:  # the full preset's table, in place of the grid's partial one
+        analysis.tables["components"] = components
     write_analysis(analysis, analysis_dir)
     # the trace's own evidence (strategies, Lipschitz, cluster validity) joins the report
     trace_analysis = analyze_input(load_input(trace_dir))

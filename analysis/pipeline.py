@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics, plots
+from analysis.components import component_table
 from analysis.inputs import TRACE, AnalysisInput, load_input
 from analysis.plots_verdict import verdict_figure
 from analysis.regret import UnitCurves, regret_bands, unit_curves
@@ -176,7 +177,8 @@ def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any
     return question
 
 
-def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int) -> Analysis:
+def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int,
+                      seed: int = 0) -> Analysis:
     res = inp.results
     assert res is not None
     out = Analysis(kind=inp.kind, source=str(inp.path))
@@ -191,6 +193,12 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int)
     out.verdict = verdict_sentences(verdict)
     if not verdict.empty:
         out.figures["verdict"] = plots.to_png(verdict_figure(verdict))
+    # full v2 beside variants of the components preset: each part's effect (its own random
+    # stream, so the sections after it draw what they drew before)
+    components = component_table(final_runs(res), rng=np.random.default_rng([seed, 1]),
+                                 n_boot=max(n_boot, 200))
+    if not components.empty:
+        out.tables["components"] = components
     out.notes += notes
     out.tables["metrics"] = metrics.results_metrics(res)
     out.tables["task_speedups"] = task_speedup_table(res)
@@ -268,7 +276,7 @@ def analyze_input(inp: AnalysisInput, *, seed: int = 0, n_boot: int = 1000) -> A
     rng = np.random.default_rng(seed)
     if inp.kind == TRACE:
         return _trace_analysis(inp, rng)
-    return _results_analysis(inp, rng, n_boot)
+    return _results_analysis(inp, rng, n_boot, seed=seed)
 
 
 def empty_columns(frame: pd.DataFrame) -> list[str]:

@@ -2,9 +2,11 @@
 "how to read this" per section. No external assets (fonts, scripts, styles) are referenced.
 
 Order: the verdict first (for replay results: the question, the ranking plot and the paired
-differences against the best policy; analysis.report_verdict), then sim-to-real and the paper's
-metrics, the other sections, the notes, and the run's raw parameters last, folded. A table
-column that is empty for every row is left out, and the page names it.
+differences against the best policy; analysis.report_verdict), where the results hold them the
+component ablations (each part of KernelBand v2 against full v2; analysis.components), then
+sim-to-real and the paper's metrics, the other sections, the notes, and the run's raw
+parameters last, folded. A table column that is empty for every row is left out, and the page
+names it.
 
 ``render_report(analysis)`` returns the HTML text (pure); ``run_report`` loads, analyses and
 writes it. The page template is package data (``analysis/templates/report.html``).
@@ -23,6 +25,7 @@ from string import Template
 import numpy as np
 import pandas as pd
 
+from analysis.components import components_html
 from analysis.inputs import load_input
 from analysis.pipeline import Analysis, analyze_input, empty_columns
 from analysis.report_verdict import params_html, verdict_html
@@ -195,6 +198,10 @@ def _blocks(analysis: Analysis, prefix: str = "") -> tuple[list[str], list[str]]
     if verdict:
         blocks.append(verdict.replace("id='verdict", f"id='{prefix}verdict", 2))
         nav.append(f"<a href='#{prefix}verdict'>Verdict</a>")
+    components = components_html(analysis.tables.get("components"), prefix)
+    if components:  # why the verdict came out so: each part of KernelBand against full v2
+        blocks.append(components)
+        nav.append(f"<a href='#{prefix}components'>Components</a>")
     for key, heading, howto, figures, tables in SECTIONS:
         figs = [f for f in figures if f in analysis.figures]
         tabs = [t for t in tables if t in analysis.tables]

@@ -37,7 +37,8 @@ NEVER_SHOWN = 1 << 62
 # indices into EnvData.iparams
 I_ON_EXHAUST, I_KNN, I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS = 0, 1, 2, 3, 4, 5, 6
 I_REVEAL, I_REVEAL_LAG = 7, 8  # a REVEAL_MODES value; the lag in steps (REVEAL_LAG)
-N_IPARAMS = 9
+I_BERNOULLI = 9  # synthetic: 1 = Bernoulli arms (success probability b[j, s], gain gmax)
+N_IPARAMS = 10
 # indices into EnvData.fparams
 F_L, F_NOISE, F_FAIL, F_STEP, F_JUMP, F_GMAX, F_USD_PER_TOKEN, F_SPREAD, F_GMIN = range(9)
 F_FLOOR = 9  # synthetic: the planted floor (roofline) runtime in ms, 0 = no floor

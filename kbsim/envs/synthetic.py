@@ -30,10 +30,21 @@ x_parent + step * N(0, I) in the parent's cluster, or, with probability ``jump``
 c_j + spread * N(0, I) of a uniformly drawn cluster j. A kernel's hardware signature is its
 cluster's.
 
+**Bernoulli arms** (``means=p1/p2/...``, the base ``bernoulli``): the classic K-armed
+Bernoulli bandit, K = len(means) <= 6, as strategies 0..K-1 of one fixed kernel k0 (pool=1,
+K=1, L=0, noise=0, jump=0, fail=0, roofline=0): an attempt of strategy s succeeds with
+probability p_s and then the child runs in (1 - gmax) of the parent's time (gmax=0.5: reward
+1/2), else it fails (reward 0); strategies past K are not applicable (they are no arms). The
+rewards are gmax * Bernoulli(p_s), in [0, 1], and the exact means gmax * p_s (times 1 - fail
+and the headroom h as above), so UCB1's finite-time bound (Auer et al. 2002, Theorem 1) applies
+with gaps gmax * (p* - p_s): an outside check of the regret machinery (docs/benchmarks.md,
+*Regret cross-check against UCB1*). A gain of 1 (reward 1) would need a child of runtime 0.
+
 Spec strings (``--synthetic SPEC``) are a comma list of ``key=value``, optionally starting with a
 named base: ``default``, ``fixed-pool`` (pool=100, roofline=0), ``minimax`` (gap=minimax, L=0,
-jump=0, roofline=0), ``fixed-gap`` (gap=0.1, L=0, jump=0, roofline=0). The three presets disable
-the floor because their guarantees (the regret-slope and clusters-versus-pool experiments) need
+jump=0, roofline=0), ``fixed-gap`` (gap=0.1, L=0, jump=0, roofline=0), ``bernoulli`` (means
+0.9/0.8/0.7/0.6/0.5/0.4 and the settings above). The presets disable the floor because their
+guarantees (the regret-slope and clusters-versus-pool experiments, UCB1's bound) need
 stationary per-arm gaps; a fixed pool cannot compound anyway. Add ``roofline=R`` to them to get a
 floor. Keys (defaults in SyntheticSpec):
 
@@ -47,6 +58,7 @@ floor. Keys (defaults in SyntheticSpec):
 - K clusters, dim, L, noise, fail, spread, step, jump, gmax, theta (saturation used for planting),
   tokens (per attempt), usd_per_mtok, tasks (instances, task ids ``syn-000``...), seed;
 - n0: initial pool size (k0 plus n0 - 1 members spread over the clusters; the pool then grows);
+- means=p1/p2/...: Bernoulli arms (above);
 - pool=n: a *fixed* pool of n kernels in K clusters (children are scored but never join), for the
   clusters-versus-pool-size experiment;
 - gap=g: controlled gaps, b[0, 0] = mu_best and every other b[j, s] = mu_best - g (all clusters
@@ -74,6 +86,7 @@ from kbsim.envs.data import (
     F_SPREAD,
     F_STEP,
     F_USD_PER_TOKEN,
+    I_BERNOULLI,
     I_DIM,
     I_GROW,
     I_K,
@@ -113,6 +126,7 @@ class SyntheticSpec:
     tasks: int = 1
     seed: int = 0
     na: float = 0.0
+    means: str = ""  # Bernoulli arms: success probabilities "p1/p2/..." ("" = no)
     text: str = field(default="default", compare=False)
 
     def __post_init__(self) -> None:
@@ -134,9 +148,28 @@ class SyntheticSpec:
             (0 <= self.na <= 1, "na must be in [0, 1]"),
             (self.roofline == 0 or self.roofline > 1, "roofline must be 0 (no floor) or > 1"),
         ]
+        if self.means:
+            probs = self.arm_probabilities()
+            checks += [
+                (2 <= len(probs) <= N_STRATEGIES,
+                 f"means needs 2 to {N_STRATEGIES} success probabilities separated by '/'"),
+                (all(0.0 <= p <= 1.0 for p in probs), "means must be probabilities in [0, 1]"),
+                (self.pool == 1 and self.K == 1,
+                 "Bernoulli arms (means) need pool=1 and K=1: the arms are strategies of k0"),
+            ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"bad synthetic spec {self.text!r}: {message}.")
+
+    def arm_probabilities(self) -> list[float]:
+        """The Bernoulli arms' success probabilities (``means``); NaN for a bad entry."""
+        out = []
+        for item in self.means.split("/"):
+            try:
+                out.append(float(item))
+            except ValueError:
+                out.append(math.nan)
+        return out
 
     @property
     def n_init(self) -> int:
@@ -157,6 +190,8 @@ _BASES: dict[str, dict[str, str]] = {
     "fixed-pool": {"pool": "100", "roofline": "0"},
     "minimax": {"gap": "minimax", "L": "0", "jump": "0", "roofline": "0"},
     "fixed-gap": {"gap": "0.1", "L": "0", "jump": "0", "roofline": "0"},
+    "bernoulli": {"means": "0.9/0.8/0.7/0.6/0.5/0.4", "pool": "1", "K": "1", "L": "0",
+                  "noise": "0", "jump": "0", "fail": "0", "roofline": "0", "gmax": "0.5"},
 }
 
 
@@ -184,7 +219,7 @@ def parse_synthetic(text: str) -> SyntheticSpec:
         values[key] = raw
     parsed: dict[str, object] = {}
     for key, raw in values.items():
-        if key == "gap" and raw == "minimax":
+        if (key == "gap" and raw == "minimax") or types[key] == "str":
             parsed[key] = raw
             continue
         try:
@@ -205,6 +240,12 @@ def _instance(spec: SyntheticSpec, task: int) -> tuple[np.ndarray, np.ndarray, n
     """(centres (K, dim), base (K, S), hw (K, 3)) of one task, from (seed, task) only."""
     gen = np.random.default_rng(np.random.SeedSequence([spec.seed, task]))
     centres = gen.uniform(0.0, 1.0, size=(spec.K, spec.dim))
+    if spec.means:  # Bernoulli arms: b holds success probabilities, no arm past them
+        hw = np.full((spec.K, 3), 50.0)
+        base = np.full((spec.K, N_STRATEGIES), np.nan)
+        probs = spec.arm_probabilities()
+        base[:, : len(probs)] = probs
+        return centres, base, hw
     if spec.gap >= 0:
         hw = np.full((spec.K, 3), 50.0)
         base = np.full((spec.K, N_STRATEGIES), max(0.0, spec.mu_best - spec.gap))
@@ -232,12 +273,13 @@ def build_synthetic(spec: SyntheticSpec | str) -> Env:
             gen = np.random.default_rng(np.random.SeedSequence([spec.seed, t, 2]))
             base[t][gen.random((spec.K, N_STRATEGIES)) < spec.na] = np.nan
     fields_.update(syn_centers=centres, syn_base=base, syn_hw=hw)
-    fields_["iparams"][[I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS]] = [
+    fields_["iparams"][[I_DIM, I_K, I_GROW, I_TOKENS, I_MAX_TASK_KERNELS, I_BERNOULLI]] = [
         spec.dim,
         spec.K,
         0 if spec.pool > 0 else 1,
         spec.tokens,
         n_init,
+        1 if spec.means else 0,
     ]
     fp = fields_["fparams"]
     fp[F_L], fp[F_NOISE], fp[F_FAIL], fp[F_STEP] = spec.L, spec.noise, spec.fail, spec.step
@@ -317,9 +359,11 @@ def headroom(floor_ms: float, ms: float) -> float:
 @njit(cache=True)
 def syn_arm_mean(env, task: int, label: int, phi: np.ndarray, s: int, ms: float = 1.0) -> float:
     """Exact mean v2 reward of strategy s on the kernel (phi, cluster label) running in ms."""
-    m = syn_improvement(env, task, label, phi, s)
     fp = env.fparams
     h = headroom(fp[F_FLOOR], ms)
+    if env.iparams[I_BERNOULLI] == 1:
+        return h * (1.0 - fp[F_FAIL]) * env.syn_base[task, label, s] * fp[F_GMAX]
+    m = syn_improvement(env, task, label, phi, s)
     return h * (1.0 - fp[F_FAIL]) * clip_normal_mean(m, fp[F_NOISE], fp[F_GMAX])
 
 
@@ -334,6 +378,10 @@ def syn_arm_means_arrays(centers, base, fp, ip, task, label, phi, ms, out) -> No
     ms."""
     dim = ip[I_DIM]
     scale = headroom(fp[F_FLOOR], ms) * (1.0 - fp[F_FAIL])
+    if ip[I_BERNOULLI] == 1:  # success probability times the gain
+        for s in range(out.shape[0]):
+            out[s] = scale * base[task, label, s] * fp[F_GMAX]
+        return
     d2 = 0.0
     for d in range(dim):
         diff = phi[d] - centers[task, label, d]
@@ -397,11 +445,20 @@ def syn_step_arrays(centers, base, fp, ip, task, label, parent_phi, parent_ms, s
     """One attempt: (success, child_ms, child label); writes the child's phi into out_phi.
 
     Draws, in order: one uniform (failure), one normal (noise), one uniform (jump) and, for a
-    jump, one integer (cluster), then dim normals (position).
+    jump, one integer (cluster), then dim normals (position). Bernoulli arms: one uniform
+    (failure), one uniform (success with probability b[j, s]); the child keeps the parent's
+    point.
     """
     dim = ip[I_DIM]
     if rand_uniform(rng) < fp[F_FAIL]:
         return False, np.nan, -1
+    if ip[I_BERNOULLI] == 1:
+        if not rand_uniform(rng) < base[task, label, s]:
+            return False, np.nan, -1
+        floor_ms = fp[F_FLOOR]
+        for d in range(5):
+            out_phi[d] = parent_phi[d]
+        return True, floor_ms + (parent_ms - floor_ms) * (1.0 - fp[F_GMAX]), label
     g = _improvement(centers, base, fp[F_L], dim, task, label, parent_phi, s)
     g = min(max(g + fp[F_NOISE] * rand_normal(rng), fp[F_GMIN]), fp[F_GMAX])
     floor_ms = fp[F_FLOOR]

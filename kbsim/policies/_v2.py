@@ -1,5 +1,6 @@
 """Compiled KernelBand v2 family: clustering, masks, arm rules (UCB, eps-greedy, Thompson),
-softmax parent sampling. The math is documented in `kbsim.policies.reference`."""
+parent rules (the headroom softmax; the fastest member and a speed softmax as ablations). The
+math is documented in `kbsim.policies.reference`."""
 
 from __future__ import annotations
 
@@ -21,14 +22,20 @@ from kbsim.policies._na import is_na
 from kbsim.policies.spec import (
     F_C,
     F_EPS,
+    F_PARENT_TEMPERATURE,
     F_TEMPERATURE,
     F_THETA,
+    I_FRONTIER,
     I_ITERS,
     I_K,
     I_MASK,
+    I_PARENT,
     I_TAU,
     KIND_EPS_GREEDY,
     KIND_THOMPSON,
+    PARENT_FASTEST,
+    PARENT_HEADROOM,
+    PARENT_SPEED,
 )
 from kbsim.rng import rand_beta, rand_int, rand_uniform
 
@@ -391,7 +398,8 @@ def choose_parent_v2(fparams, state, pool, c, s, rng):
 
 @njit(cache=True, _nrt=False, inline="always")
 def select_v2(kind, fparams, iparams, state, pool, rng):
-    """prepare, arm by the kind's rule over open arms, parent by softmax; propensity of the
+    """prepare, arm by the kind's rule over open arms, parent by the spec's rule (default:
+    the headroom softmax, cached); propensity of the
     (parent, strategy) pair = P(arm) * P(parent | arm) (NaN for Thompson)."""
     if prepare_due_v2(iparams, state, pool):
         prepare_v2(fparams, iparams, state, pool, rng)
@@ -401,13 +409,17 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
         c, s, p_arm = _thompson_arm(state, rng)
     else:
         c, s, p_arm = _ucb_arm(fparams, state)
+    # the default rule's cached path, unless an ablation's rule or a frontier is set or some
+    # member is known not applicable for s (then the uncached one, which skips such members)
+    uncached = iparams[I_PARENT] != PARENT_HEADROOM or iparams[I_FRONTIER] > 0
     if state.na_n[0] > 0:  # not-applicable pairs known: no arm left, or skip such parents
         if c < 0:
             return -1, -1, -1, np.nan
-        if _some_member_na(state, c, s):
-            parent, p_parent = choose_parent_na_v2(fparams, state, pool, c, s, rng)
-            return c, s, parent, p_arm * p_parent
-    parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
+        uncached = uncached or _some_member_na(state, c, s)
+    if uncached:
+        parent, p_parent = choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng)
+    else:
+        parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
     return c, s, parent, p_arm * p_parent
 
 
@@ -420,43 +432,77 @@ def _some_member_na(state, c, s) -> bool:
 
 
 @njit(cache=True, _nrt=False)
-def choose_parent_na_v2(fparams, state, pool, c, s, rng):
-    """`choose_parent_v2` over the members of cluster c to which s is not known not
-    applicable (uncached: taken only when some member is): the same softmax, the same rule
-    for a single member (no draw) and for a cluster without signatures (the fastest)."""
+def _parent_score(fparams, pool, rule, dim, k) -> float:
+    """Member k's softmax score under `rule` (NaN: no signature, for headroom)."""
+    if rule == PARENT_SPEED:  # log speedup over k0; a runtime that is no positive number: 0
+        ratio = pool.ms[0] / pool.ms[k]
+        if ratio > 0.0 and ratio < np.inf:
+            return math.log(ratio) / fparams[F_PARENT_TEMPERATURE]
+        return 0.0
+    h = pool.hw[k, dim]
+    return (fparams[F_THETA + dim] - h) / fparams[F_TEMPERATURE] if h == h else np.nan
+
+
+@njit(cache=True, _nrt=False)
+def choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng):
+    """The parent rule of the spec (`iparams[I_PARENT]`) over the candidates of cluster c: its
+    members to which s is not known not applicable, and of those only the `frontier` fastest
+    (ties: the earlier member) when `iparams[I_FRONTIER]` > 0. Uncached: `choose_parent_v2`
+    is the default rule's fast path (no not-applicable pair known, no frontier). A single
+    candidate is the parent (no draw); `fastest`: the fastest candidate (the earlier on ties);
+    `headroom`: softmax of (theta_sat - h[target(s)]) / temperature, unsigned members 0, the
+    fastest when no candidate has a signature; `speed`: softmax of log(T(k0) / T(k)) /
+    parent_temperature. Returns (parent pool index, its probability)."""
     dim = state.target[s]
-    theta = fparams[F_THETA + dim]
-    temp = fparams[F_TEMPERATURE]
+    rule = iparams[I_PARENT]
+    frontier = iparams[I_FRONTIER]
     ids = state.sc_i
     cum = state.sc_f
     m = 0
-    fast = -1
-    signed = False
-    top = -np.inf
     for j in range(state.size[c]):
         k = state.members[c, j]
-        if is_na(state, k, s):
+        if state.na_n[0] > 0 and is_na(state, k, s):
             continue
         ids[m] = k
         m += 1
-        if fast < 0 or pool.ms[k] < pool.ms[fast]:
-            fast = k
-        h = pool.hw[k, dim]
-        score = 0.0
-        if h == h:
-            signed = True
-            score = (theta - h) / temp
-        if score > top:
-            top = score
+    if frontier > 0 and m > frontier:  # keep the `frontier` fastest, in member order
+        for j in range(m):  # cum[j]: candidates faster than ids[j], or as fast and earlier
+            ahead = 0
+            for i in range(m):
+                if pool.ms[ids[i]] < pool.ms[ids[j]] or (
+                        pool.ms[ids[i]] == pool.ms[ids[j]] and i < j):
+                    ahead += 1
+            cum[j] = ahead
+        kept = 0
+        for j in range(m):
+            if cum[j] < frontier:
+                ids[kept] = ids[j]
+                kept += 1
+        m = kept
     if m == 1:
         return ids[0], 1.0
+    fast = ids[0]
+    for j in range(1, m):
+        if pool.ms[ids[j]] < pool.ms[fast]:
+            fast = ids[j]
+    if rule == PARENT_FASTEST:
+        return fast, 1.0
+    signed = rule == PARENT_SPEED
+    top = -np.inf
+    for j in range(m):
+        score = _parent_score(fparams, pool, rule, dim, ids[j])
+        if score == score:
+            signed = True
+        else:
+            score = 0.0
+        if score > top:
+            top = score
     if not signed:
         return fast, 1.0
     total = 0.0
     for j in range(m):
-        h = pool.hw[ids[j], dim]
-        score = (theta - h) / temp if h == h else 0.0
-        total += math.exp(score - top)
+        score = _parent_score(fparams, pool, rule, dim, ids[j])
+        total += math.exp((score if score == score else 0.0) - top)
         cum[j] = total
     u = rand_uniform(rng) * total
     pick = m - 1
@@ -464,8 +510,8 @@ def choose_parent_na_v2(fparams, state, pool, c, s, rng):
         if u < cum[j]:
             pick = j
             break
-    h = pool.hw[ids[pick], dim]
-    weight = math.exp(((theta - h) / temp if h == h else 0.0) - top)
+    score = _parent_score(fparams, pool, rule, dim, ids[pick])
+    weight = math.exp((score if score == score else 0.0) - top)
     return ids[pick], weight / total
 
 

@@ -20,7 +20,10 @@ KernelBand v2 (ICML version), arms (cluster i, strategy s):
   t = updates so far + 1 (ties: lowest (i, s) in row-major order). NOTE (D36): evaluated as
   (c * sqrt(ln t)) * (1 / sqrt(N)) with 1 / sqrt(N) kept per arm, equal in exact arithmetic.
 - parent: P(k | i, s) = softmax_k( (theta_sat[target(s)] - h(k)[target(s)]) / temperature ) over
-  members k of cluster i; members without a signature score 0; if no member has one, the fastest.
+  members k of cluster i; members without a signature score 0; if no member has one, the fastest
+  (``parent=headroom``, the authors' rule). Ablations: ``parent=fastest`` (the fastest member of
+  cluster i), ``parent=speed`` (softmax_k log(T(k0) / T(k)) / parent_temperature); ``frontier=N``
+  keeps only the N fastest members as candidates.
 - reward: r = max(0, (T(parent) - T(child)) / T(parent)), failure 0;  N += 1, mu += (r - mu)/N.
 
 Not-applicable proposals (DESIGN.md; every policy, this module and the others): `mark_na_ref`
@@ -315,19 +318,48 @@ def choose_arm_ref(spec: PolicySpec, state: PolicyState, rng: np.ndarray):
     return (*_argmax_arm(ucb, state), 1.0)
 
 
-def choose_parent_ref(spec: PolicySpec, state: PolicyState, pool: Pool, c: int, s: int,
-                      rng: np.ndarray) -> tuple[int, float]:
-    """Softmax parent sampling inside cluster c for strategy s; (parent, its probability)."""
+def parent_candidates_ref(spec: PolicySpec, state: PolicyState, pool: Pool, c: int,
+                          s: int) -> np.ndarray:
+    """Members of cluster c to which s is not known not applicable; with ``frontier=N`` > 0
+    only the N fastest of them (ties: the earlier member), kept in member order."""
     members = state.members[c, : state.size[c]]
     members = np.array([k for k in members if not is_na_ref(state, int(k), s)], dtype=np.int64)
+    frontier = int(spec.params.get("frontier", 0))
+    if 0 < frontier < len(members):
+        order = np.argsort(pool.ms[members], kind="stable")
+        members = members[np.sort(order[:frontier])]
+    return members
+
+
+def parent_scores_ref(spec: PolicySpec, pool: Pool, members: np.ndarray,
+                      dim: int) -> np.ndarray:
+    """Softmax scores of the parent rule (NaN: no signature, under headroom)."""
+    if spec.params.get("parent", "headroom") == "speed":
+        ratio = pool.ms[0] / pool.ms[members]
+        usable = (ratio > 0.0) & (ratio < np.inf)
+        temperature = spec.params["parent_temperature"]
+        return np.array([math.log(r) / temperature if ok else 0.0
+                         for r, ok in zip(ratio, usable, strict=True)])
+    h = pool.hw[members, dim]
+    return np.where(h == h, (theta_sat(spec)[dim] - h) / spec.params["temperature"], np.nan)
+
+
+def choose_parent_ref(spec: PolicySpec, state: PolicyState, pool: Pool, c: int, s: int,
+                      rng: np.ndarray) -> tuple[int, float]:
+    """The parent inside cluster c for strategy s under the spec's rule; (parent, its
+    probability). `headroom` (default): softmax of (theta_sat - h[target(s)]) / temperature,
+    members without a signature 0, the fastest when none has one; `fastest`: the fastest
+    candidate; `speed`: softmax of log(T(k0) / T(k)) / parent_temperature."""
+    members = parent_candidates_ref(spec, state, pool, c, s)
     if len(members) == 1:
         return int(members[0]), 1.0
-    dim = state.target[s]
-    h = pool.hw[members, dim]
-    signed = h == h
-    if not signed.any():
-        return int(members[np.argmin(pool.ms[members])]), 1.0
-    score = np.where(signed, (theta_sat(spec)[dim] - h) / spec.params["temperature"], 0.0)
+    fastest = int(members[np.argmin(pool.ms[members])])
+    if spec.params.get("parent", "headroom") == "fastest":
+        return fastest, 1.0
+    score = parent_scores_ref(spec, pool, members, int(state.target[s]))
+    if np.isnan(score).all():
+        return fastest, 1.0
+    score = np.where(np.isnan(score), 0.0, score)
     top = score.max()
     weight = np.array([math.exp(v - top) for v in score])
     total = seqsum(weight)

@@ -5,6 +5,9 @@ A `PolicySpec` is the resolved, validated form of a text such as
 kernels read (indices `F_*` / `I_*` below); `params` is the same information as a dict, and
 ``str(spec)`` the canonical text (only non-default parameters, in table order), so
 ``parse_policy(str(spec)) == spec``.
+
+A choice parameter (``parent=headroom|fastest|speed`` of the v2 family) is a name in `params`
+and in the text, and its index in `PARENT_RULES` in `iparams`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ F_LR = 6  # v1 logistic SGD learning rate
 F_EPS = 7  # eps-greedy exploration probability
 F_PRIOR_A = 8  # thompson Beta prior
 F_PRIOR_B = 9
-N_FPARAMS = 10
+F_PARENT_TEMPERATURE = 10  # v2 family: temperature of the parent=speed softmax
+N_FPARAMS = 11
 # integer parameters
 I_K = 0  # number of clusters
 I_TAU = 1  # re-clustering period in steps (v2 family)
@@ -49,7 +53,14 @@ I_BUFFER = 4  # v1 logistic buffer size B
 I_WARM = 5  # v1 number of synthetic warm-start pairs
 I_WARMUP = 6  # v1 warm-up pulls per strategy (3 -> 3*|S| pulls)
 I_SGD = 7  # v1 SGD steps replayed from the buffer per update
-N_IPARAMS = 8
+I_PARENT = 8  # v2 family: parent rule, an index into PARENT_RULES
+I_FRONTIER = 9  # v2 family: only the N fastest members are parent candidates (0 = all)
+N_IPARAMS = 10
+
+#: v2 family parent rules (DESIGN.md): the authors' headroom softmax (default), the fastest
+#: member of the chosen cluster, a softmax over log speedup over k0
+PARENT_RULES: tuple[str, ...] = ("headroom", "fastest", "speed")
+PARENT_HEADROOM, PARENT_FASTEST, PARENT_SPEED = 0, 1, 2
 
 #: policies that share v2's clustering, masks and parent rule (they differ in the arm rule)
 V2_FAMILY: tuple[int, ...] = (KIND_V2, KIND_EPS_GREEDY, KIND_THOMPSON, KIND_V2_NOMASK)
@@ -96,12 +107,20 @@ _P = {
     "eps": ("f", F_EPS, 0.1, 0.0, 1.0, True),
     "prior_a": ("f", F_PRIOR_A, 1.0, 0.0, 1e6, False),
     "prior_b": ("f", F_PRIOR_B, 1.0, 0.0, 1e6, False),
+    # a choice: stored as its index in PARENT_RULES, shown (params, text) as its name
+    "parent": ("c", I_PARENT, 0, 0, len(PARENT_RULES) - 1, True),
+    "parent_temperature": ("f", F_PARENT_TEMPERATURE, 0.1, 0.0, 1e6, False),
+    "frontier": ("i", I_FRONTIER, 0, 0, 1_000_000, True),
 }
+#: the names of each choice parameter's values
+_CHOICES: dict[str, tuple[str, ...]] = {"parent": PARENT_RULES}
+_PARENT = ("parent", "parent_temperature", "frontier")
 _CLUSTERING = ("K", "tau", "theta_sat_sm", "theta_sat_dram", "theta_sat_l2", "temperature",
-               "mask", "iters")
+               "mask", "iters", *_PARENT)
 #: parameters each policy accepts (theta_sat is accepted wherever the three per-dim ones are)
 POLICY_PARAMS: dict[str, tuple[str, ...]] = {
-    "kernelband-v2": ("K", "tau", "c", *_CLUSTERING[2:5], "temperature", "mask", "iters"),
+    "kernelband-v2": ("K", "tau", "c", *_CLUSTERING[2:5], "temperature", "mask", "iters",
+                      *_PARENT),
     "kernelband-v1": ("K", "alpha", "lr", "buffer", "warm", "warmup", "sgd_steps"),
     "bon": (),
     "greedy": (),
@@ -109,7 +128,8 @@ POLICY_PARAMS: dict[str, tuple[str, ...]] = {
     "ucb-flat": ("c",),
     "eps-greedy": (*_CLUSTERING, "eps"),
     "thompson": (*_CLUSTERING, "prior_a", "prior_b"),
-    "kernelband-v2-nomask": ("K", "tau", "c", *_CLUSTERING[2:5], "temperature", "iters"),
+    "kernelband-v2-nomask": ("K", "tau", "c", *_CLUSTERING[2:5], "temperature", "iters",
+                             *_PARENT),
     "explore": (),
 }
 #: per-policy defaults that differ from the table above
@@ -120,10 +140,10 @@ _OVERRIDES: dict[str, dict[str, float]] = {
 _THETA_DIMS = ("theta_sat_sm", "theta_sat_dram", "theta_sat_l2")
 
 
-def _defaults(name: str) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _defaults(name: str) -> dict[str, float | str]:
+    out: dict[str, float | str] = {}
     for key in POLICY_PARAMS[name]:
-        out[key] = _P[key][2]
+        out[key] = _CHOICES[key][_P[key][2]] if key in _CHOICES else _P[key][2]
     out.update({k: v for k, v in _OVERRIDES.get(name, {}).items()})
     return out
 
@@ -134,7 +154,7 @@ class PolicySpec:
 
     name: str
     kind: int
-    params: dict[str, float]
+    params: dict[str, float | str]
     fparams: np.ndarray = field(compare=False, repr=False)
     iparams: np.ndarray = field(compare=False, repr=False)
 
@@ -154,13 +174,21 @@ class PolicySpec:
         return self.name + (":" + ",".join(parts) if parts else "")
 
 
-def _fmt(value: float) -> str:
+def _fmt(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
     if float(value).is_integer():
         return str(int(value))
     return repr(float(value))
 
 
-def _parse_value(name: str, key: str, text: str) -> float:
+def _parse_value(name: str, key: str, text: str) -> float | str:
+    if key in _CHOICES:
+        value = text.strip().lower()
+        if value not in _CHOICES[key]:
+            raise ValueError(f"parameter {key} of policy {name!r} must be one of "
+                             f"{', '.join(_CHOICES[key])}, got {text!r}")
+        return value
     _, _, _, low, high, low_incl = _P[key]
     is_int = _P[key][0] == "i"
     try:
@@ -224,16 +252,26 @@ def parse_policy(text: str) -> PolicySpec:
     return _build(name, params)
 
 
-def _build(name: str, params: dict[str, float]) -> PolicySpec:
+def _build(name: str, params: dict[str, float | str]) -> PolicySpec:
     fparams = np.zeros(N_FPARAMS, dtype=np.float64)
     iparams = np.zeros(N_IPARAMS, dtype=np.int64)
-    full = {k: v[2] for k, v in _P.items()}
+    full: dict[str, float | str] = {k: v[2] for k, v in _P.items()}
     full.update(params)
     for key, (typ, idx, *_rest) in _P.items():
-        if typ == "i":
-            iparams[idx] = int(full[key])
+        value = full[key]
+        if typ == "c":
+            iparams[idx] = _CHOICES[key].index(value) if isinstance(value, str) else int(value)
+        elif typ == "i":
+            iparams[idx] = int(value)
         else:
-            fparams[idx] = float(full[key])
-    clean = {k: (int(v) if _P[k][0] == "i" else float(v)) for k, v in params.items()}
+            fparams[idx] = float(value)
+
+    def clean_value(key: str, value: float | str) -> float | str:
+        typ = _P[key][0]
+        if typ == "c":
+            return str(value)
+        return int(value) if typ == "i" else float(value)
+
+    clean = {k: clean_value(k, v) for k, v in params.items()}
     return PolicySpec(name=name, kind=POLICY_NAMES.index(name), params=clean,
                       fparams=fparams, iparams=iparams)

@@ -175,7 +175,7 @@ def record_trace(
     manifest = {
         "hardware": {"gpu_name": "simulated", "note": f"{env.name} env: {env.description}"},
         "proposer": {"kind": "simulated"},
-        "policy": {"name": spec.name, "params": dict(spec.params)},
+        "policy": {"name": spec.name, "params": dict(spec.params), "spec": str(spec)},
         "tasks": list(env.task_ids),
         "run_ids": [run_id],
         "start_time": _START.isoformat(),

@@ -26,9 +26,11 @@ def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
     built-in tasks' exploration trace and, once shipped, TritonBench-G's (the paper's
     50-operator subset); a logging-policy trace of the synthetic environment is generated on
     the fly if a checkout has none. Each is replayed on the tape and fitted environments
-    (preset paper-ablation, T = 20 and 40), with the sim-to-real check of each live policy run
-    shipped beside it (KernelBand v2; greedy too for TritonBench-G), in one report; datasets
-    after the first write their files to OUT/KEY/.
+    (preset paper-ablation, T = 20 and 40), then each part of KernelBand v2 against full v2
+    (preset components: masks, clustering, arm rule, parent rule; printed and right after the
+    verdict in the report), with the sim-to-real check of each live policy run shipped beside
+    it (KernelBand v2; greedy too for TritonBench-G), in one report; datasets after the first
+    write their files to OUT/KEY/.
 
     \b
     Example:
@@ -47,6 +49,8 @@ def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
         sys.exit(1)
     if result.ranking:
         click.echo(result.ranking)
+    if result.components:
+        click.echo(f"\n{result.components}")
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
     click.echo(f"report: {result.report}\ntables and plots: {result.analysis}/\n"
                f"replay results: {result.replay}/\n({timing})")

@@ -28,7 +28,8 @@ def _fail(message: str) -> None:
 @click.option("--policy", "policies", multiple=True,
               help="Policy spec NAME[:k=v,...] (repeatable), e.g. kernelband-v2:K=5,c=1.0.")
 @click.option("--preset", default=None,
-              help="Named policy grid: paper-ablation, baselines, k-sweep (adds to --policy).")
+              help="Named policy grid: paper-ablation, baselines, k-sweep, components (adds to "
+                   "--policy; components also prints each part's effect against full v2).")
 @click.option("--seeds", default=10, show_default=True, type=int, help="Seeds 0..N-1 per task.")
 @click.option("--steps", default=None, type=int,
               help="Steps per episode (default: the preset's, else 40).")
@@ -88,6 +89,7 @@ def replay(
         kernelband replay --trace traces/explore --policy kernelband-v2 --policy greedy --seeds 100 --steps 40 --env tape --out out/
         kernelband replay --synthetic default,tasks=5 --preset paper-ablation --seeds 100 --out ablation/
         kernelband replay --synthetic fixed-pool,pool=1000 --policy kernelband-v2 --policy ucb-flat --steps 200
+        kernelband replay --trace traces/explore-h200 --preset components --seeds 100
         kernelband replay --synthetic default,tasks=183 --preset paper-ablation --seeds 1000 --backend ray --address auto --out ablation/
     """
     if address is not None and backend != "ray":
@@ -182,5 +184,11 @@ def _replay(traces, synthetic_spec, policies, preset, seeds, steps, env_name, on
     ranking = ranking_from_summary(result.summary)
     if ranking:
         click.echo(f"\n{ranking}")
+    if preset == "components":
+        from analysis.components import component_table_from_summary, component_text
+
+        components = component_table_from_summary(result.summary)
+        if not components.empty:
+            click.echo(f"\n{component_text(components)}")
     if out is not None:
         click.echo(f"results written to {out}")

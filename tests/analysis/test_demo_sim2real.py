@@ -73,6 +73,11 @@ def test_demo_with_both_traces_reports_sim2real(v2_trace: Path, tmp_path: Path) 
                       say=lambda _: None, progress=False)
     page = result.report.read_text()
     assert "<h2>Sim-to-real</h2>" in page and "Per-task best speedup in replay" in page
+    # issue #37: each part of KernelBand against full v2, right after the verdict
+    assert page.index("id='verdict'") < page.index("id='components'") < page.index(
+        "id='sim2real'")
+    assert result.components.startswith("components [tape]: ")
+    assert "the headroom parent rule" in result.components
     assert result.policy_trace == v2_trace
     assert (result.analysis / "sim2real" / "sim2real.csv").is_file()
     assert json.loads((tmp_path / "demo" / "demo.json").read_text())["policy_trace"] == str(
@@ -121,7 +126,9 @@ def test_the_demo_reports_every_shipped_dataset_and_each_live_policy(
     assert "<h1>Sim-to-real: tritonbench-g-greedy-h200</h1>" in page
     assert page.count("<h2>Sim-to-real</h2>") == 3  # v2 on each dataset, and greedy
     assert page.count("<h2>Verdict</h2>") == 2
-    for key in ("tritonbench-g-verdict", "tritonbench-g-sim2real", "tritonbench-g-notes"):
+    assert page.count("<h2>What each part of KernelBand does</h2>") == 2
+    for key in ("tritonbench-g-verdict", "tritonbench-g-components", "tritonbench-g-sim2real",
+                "tritonbench-g-notes"):
         assert f"id='{key}'" in page and f"href='#{key}'" in page
     assert (out / "analysis" / "sim2real" / "sim2real.csv").is_file()
     tb = out / "tritonbench-g" / "analysis"
@@ -129,5 +136,8 @@ def test_the_demo_reports_every_shipped_dataset_and_each_live_policy(
     assert (tb / "sim2real-tritonbench-g-greedy-h200" / "sim2real.csv").is_file()
     saved = json.loads((out / "demo.json").read_text())
     assert [d["key"] for d in saved["datasets"]] == ["builtin", "tritonbench-g"]
-    assert {"replay", "sim2real", "tritonbench-g replay", "tritonbench-g sim2real"} <= set(
-        result.seconds)
+    assert {"replay", "components", "sim2real", "tritonbench-g replay",
+            "tritonbench-g components", "tritonbench-g sim2real"} <= set(result.seconds)
+    assert saved["component_seeds"] == 2
+    assert "TritonBench-G: the paper's 50-operator subset:\ncomponents [tape]" in (
+        result.components)

@@ -30,6 +30,10 @@ from kbsim.strategies import N_STRATEGIES
         ("fail=1.0", r"fail must be in \[0, 1\)"),
         ("default,noise=-1", "noise must be >= 0"),
         ("K=3,L", "expected key=value"),
+        ("bernoulli,means=0.5", "means needs 2 to 6 success probabilities"),
+        ("bernoulli,means=0.5/1.5", r"means must be probabilities in \[0, 1\]"),
+        ("bernoulli,means=0.5/x", "means must be probabilities"),
+        ("bernoulli,K=3", "Bernoulli arms .* need pool=1 and K=1"),
     ],
 )
 def test_bad_specs_get_one_clear_sentence(text: str, message: str) -> None:
@@ -45,6 +49,11 @@ def test_named_bases_and_the_minimax_gap() -> None:
     assert spec.gap == pytest.approx(expected)
     assert spec.L == 0 and spec.jump == 0
     assert parse_synthetic("K=3,n0=1,L=1.0,noise=0.1,fail=0.2,dim=5").gap < 0
+    bernoulli = parse_synthetic("bernoulli,means=0.7/0.2/0.1")
+    assert bernoulli.arm_probabilities() == [0.7, 0.2, 0.1]
+    assert (bernoulli.pool, bernoulli.K, bernoulli.noise, bernoulli.roofline) == (1, 1, 0, 0)
+    base = build_synthetic(bernoulli).data.syn_base[0, 0]
+    assert list(base[:3]) == [0.7, 0.2, 0.1] and np.isnan(base[3:]).all()  # no arms there
 
 
 @njit
@@ -58,7 +67,9 @@ def _mc_reward(env, phi, ms, s, rng, n):
     return total / n
 
 
-@pytest.mark.parametrize("spec", ["default,noise=0.2", "default,noise=0", "K=2,dim=2,gmax=0.3"])
+@pytest.mark.parametrize("spec", ["default,noise=0.2", "default,noise=0", "K=2,dim=2,gmax=0.3",
+                                  "bernoulli", "bernoulli,fail=0.3,gmax=0.8,means=0.1/0.2/0.3/"
+                                  "0.4/0.5/1"])
 def test_exact_arm_means_match_monte_carlo(spec: str) -> None:
     env = build_synthetic(spec).data
     phi = env.k_phi[0]

@@ -163,6 +163,71 @@ def test_without_signatures_the_fastest_member_is_the_parent() -> None:
         _upd(spec, state, pool, c, s, p, 0.5, True)
 
 
+def test_parent_fastest_takes_the_fastest_member_of_the_chosen_cluster() -> None:
+    hws = [[10.0, 10.0, 10.0], [20.0, 20.0, 20.0], [30.0, 30.0, 30.0]]
+    pool = _three_blobs(hws)  # runtimes 1.0 .. 1.5: the first kernel of each blob is faster
+    spec = parse_policy("kernelband-v2:parent=fastest,mask=0")
+    state = new_state(spec, 6)
+    rng = new_rng(2)
+    seen = set()
+    for _ in range(200):
+        c, s, p, prop = _sel(spec, state, pool, rng)
+        members = state.members[c, : state.size[c]]
+        assert p == members[np.argmin(pool.ms[members])] and prop == 1.0
+        seen.add(c)
+        _upd(spec, state, pool, c, s, p, pool.ms[p], False)
+    assert len(seen) == 3  # every cluster was chosen, each time its own fastest member
+
+
+def test_parent_fastest_with_one_cluster_and_no_mask_refines_the_global_best() -> None:
+    # the components preset's converse: greedy's parent under a UCB over the strategies
+    pool = _pool(np.arange(5.0)[:, None] * np.ones(5), [[50.0, 50.0, 50.0]] * 4 + [NAN3],
+                 [2.0, 0.7, 1.5, 0.9, 1.1])
+    spec = parse_policy("kernelband-v2:K=1,mask=0,parent=fastest")
+    state = new_state(spec, 5)
+    rng = new_rng(3)
+    strategies = set()
+    for _ in range(60):
+        c, s, p, prop = _sel(spec, state, pool, rng)
+        assert (c, p, prop) == (0, 1, 1.0)
+        strategies.add(s)
+        _upd(spec, state, pool, c, s, p, pool.ms[p], False)
+    assert strategies == set(range(6))  # the UCB over strategies tries them all
+
+
+@pytest.mark.parametrize("temperature", [0.1, 1.0])
+def test_parent_speed_is_a_softmax_over_log_speedup_over_k0(temperature: float) -> None:
+    ms = np.array([2.0, 1.0, 1.6, 0.8])
+    pool = _pool(np.zeros((4, 5)), [[10.0, 90.0, 50.0]] * 4, ms)
+    spec = parse_policy(f"kernelband-v2:K=1,mask=0,parent=speed,parent_temperature={temperature}")
+    state = new_state(spec, 4)
+    rng = new_rng(8)
+    score = np.log(ms[0] / ms) / temperature
+    want = np.exp(score - score.max()) / np.exp(score - score.max()).sum()
+    counts = np.zeros(4)
+    for _ in range(8000):
+        c, s, p, prop = _sel(spec, state, pool, rng)
+        assert prop == pytest.approx(want[p], rel=1e-12)  # the same for every strategy
+        counts[p] += 1
+        _upd(spec, state, pool, c, s, p, pool.ms[p], False)
+    assert np.abs(counts / counts.sum() - want).max() < 0.02
+
+
+def test_frontier_keeps_only_the_fastest_members_as_parents() -> None:
+    ms = [3.0, 1.0, 2.0, 0.5, 4.0]
+    hw = [[0.0, 0.0, 0.0]] + [[70.0, 70.0, 70.0]] * 4  # headroom alone prefers the slow k0
+    pool = _pool(np.zeros((5, 5)), hw, ms)
+    spec = parse_policy("kernelband-v2:K=1,mask=0,frontier=2")
+    state = new_state(spec, 5)
+    rng = new_rng(9)
+    parents = set()
+    for _ in range(300):
+        c, s, p, _ = _sel(spec, state, pool, rng)
+        parents.add(p)
+        _upd(spec, state, pool, c, s, p, pool.ms[p], False)
+    assert parents == {1, 3}
+
+
 def test_rewards_and_statistics_of_v2_and_v1() -> None:
     pool = _pool([np.zeros(5)], [NAN3], [2.0])
     v2 = parse_policy("kernelband-v2")

@@ -201,13 +201,23 @@ def test_compiled_matches_reference_10k_steps(spec_text: str) -> None:
         "kernelband-v1:K=5,alpha=2,warmup=0,buffer=7,sgd_steps=0",
         "kernelband-v1:K=1,warm=0,lr=0.5",
         "ucb-flat:c=0.3",
+        "kernelband-v2:parent=fastest",
+        "kernelband-v2:parent=speed",
+        "kernelband-v2:parent=speed,parent_temperature=2,K=2",
+        "kernelband-v2:frontier=3",
+        "kernelband-v2:parent=speed,frontier=5,K=1",
+        "kernelband-v2:K=1,mask=0,parent=fastest",
+        "kernelband-v2-nomask:parent=speed",
+        "eps-greedy:eps=1,parent=fastest",
+        "thompson:parent=speed,frontier=2",
     ],
 )
 def test_compiled_matches_reference_with_parameters(spec_text: str) -> None:
     run_pair(spec_text, 1500, seed=11)
 
 
-@pytest.mark.parametrize("spec_text", ["kernelband-v2", "eps-greedy", "thompson"])
+@pytest.mark.parametrize("spec_text", ["kernelband-v2", "eps-greedy", "thompson",
+                                       "kernelband-v2:frontier=4"])
 def test_compiled_matches_reference_with_live_profiling(spec_text: str) -> None:
     out = run_pair(spec_text, 2000, seed=3, live_profiling=True)
     # only representatives got profiled: most of the pool has no signature

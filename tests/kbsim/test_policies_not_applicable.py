@@ -117,7 +117,9 @@ def test_compiled_matches_reference_with_not_applicable_pairs(spec_text, profile
 @pytest.mark.parametrize(
     "spec_text",
     ["kernelband-v2:K=2,tau=3", "kernelband-v2:theta_sat=40", "eps-greedy:eps=0.5",
-     "thompson:K=5", "kernelband-v1:warmup=0", "kernelband-v1:K=1,warm=0", "ucb-flat:c=0.3"],
+     "thompson:K=5", "kernelband-v1:warmup=0", "kernelband-v1:K=1,warm=0", "ucb-flat:c=0.3",
+     "kernelband-v2:parent=fastest", "kernelband-v2:parent=speed,frontier=3",
+     "eps-greedy:parent=speed", "kernelband-v2:frontier=2"],
 )
 def test_compiled_matches_reference_with_not_applicable_and_parameters(spec_text) -> None:
     out = run_na_pair(spec_text, 400, seed=5, rate=0.6)

@@ -12,14 +12,20 @@ from kbsim.policies.spec import (
     F_ALPHA,
     F_C,
     F_EPS,
+    F_PARENT_TEMPERATURE,
     F_TEMPERATURE,
     F_THETA,
     I_BUFFER,
+    I_FRONTIER,
     I_K,
     I_MASK,
+    I_PARENT,
     I_TAU,
     I_WARM,
     I_WARMUP,
+    PARENT_HEADROOM,
+    PARENT_RULES,
+    PARENT_SPEED,
 )
 
 
@@ -37,7 +43,8 @@ def test_paper_defaults() -> None:
     v2 = parse_policy("kernelband-v2")
     assert v2.params == {"K": 3, "tau": 10, "c": 2.0, "theta_sat_sm": 75.0,
                          "theta_sat_dram": 75.0, "theta_sat_l2": 75.0, "temperature": 1.0,
-                         "mask": 1, "iters": 10}
+                         "mask": 1, "iters": 10, "parent": "headroom",
+                         "parent_temperature": 0.1, "frontier": 0}
     assert (v2.iparams[I_K], v2.iparams[I_TAU], v2.iparams[I_MASK]) == (3, 10, 1)
     assert v2.fparams[F_C] == 2.0 and v2.fparams[F_TEMPERATURE] == 1.0
     assert list(v2.fparams[F_THETA:F_THETA + 3]) == [75.0, 75.0, 75.0]
@@ -64,6 +71,11 @@ def test_paper_defaults() -> None:
         ("eps-greedy:eps=0.25", "eps-greedy:eps=0.25"),
         ("thompson:prior_a=2,prior_b=0.5", "thompson:prior_a=2,prior_b=0.5"),
         ("ucb-flat:c=2", "ucb-flat:c=2"),
+        ("kernelband-v2:parent=headroom", "kernelband-v2"),
+        ("kernelband-v2:frontier=4,parent=Speed", "kernelband-v2:parent=speed,frontier=4"),
+        ("thompson:parent=fastest", "thompson:parent=fastest"),
+        ("kernelband-v2-nomask:parent_temperature=0.5",
+         "kernelband-v2-nomask:parent_temperature=0.5"),
         ("kernelband-v1:alpha=1,buffer=100,warm=0", "kernelband-v1:alpha=1,buffer=100,warm=0"),
     ],
 )
@@ -74,6 +86,14 @@ def test_canonical_text_round_trips(text: str, canonical: str) -> None:
     assert again == spec and hash(again) == hash(spec)
     assert np.array_equal(again.fparams, spec.fparams)
     assert np.array_equal(again.iparams, spec.iparams)
+
+
+def test_parent_rule_reaches_the_kernel_arrays() -> None:
+    spec = parse_policy("eps-greedy:parent=speed,parent_temperature=0.25,frontier=3")
+    assert spec.params["parent"] == "speed"
+    assert spec.iparams[I_PARENT] == PARENT_RULES.index("speed") == PARENT_SPEED
+    assert spec.fparams[F_PARENT_TEMPERATURE] == 0.25 and spec.iparams[I_FRONTIER] == 3
+    assert parse_policy("kernelband-v2").iparams[I_PARENT] == PARENT_HEADROOM
 
 
 def test_per_dimension_theta_reaches_the_kernel_arrays() -> None:
@@ -109,6 +129,12 @@ def test_per_dimension_theta_reaches_the_kernel_arrays() -> None:
         ("kernelband-v2:K=", "bad parameter 'K='"),
         ("kernelband-v2:K=3,,c=1", "bad parameter ''"),
         ("kernelband-v2:K=3,K=4", "parameter 'K' given twice"),
+        ("kernelband-v2:parent=best", "parameter parent of policy 'kernelband-v2' must be one "
+                                      "of headroom, fastest, speed, got 'best'"),
+        ("kernelband-v2:parent_temperature=0", "parameter parent_temperature"),
+        ("kernelband-v2:frontier=-1", "parameter frontier"),
+        ("greedy:parent=fastest", "unknown parameter 'parent' for policy 'greedy'"),
+        ("kernelband-v1:parent=speed", "unknown parameter 'parent' for policy 'kernelband-v1'"),
     ],
 )
 def test_bad_specs_get_one_clear_sentence(text: str, message: str) -> None:

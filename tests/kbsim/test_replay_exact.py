@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -36,11 +38,16 @@ def test_tape_replay_of_logging_policy_reproduces_rewards_exactly(explore_trace)
     _check_exact(explore_trace, "explore")
 
 
-@pytest.mark.parametrize("policy", ["kernelband-v2", "kernelband-v1", "thompson"])
+@pytest.mark.parametrize("policy", ["kernelband-v2", "kernelband-v1", "thompson",
+                                    "kernelband-v2:parent=speed,frontier=3",
+                                    "kernelband-v2:K=1,mask=0,parent=fastest"])
 def test_tape_replay_of_adaptive_logging_policies_is_exact_too(tmp_path_factory, policy) -> None:
     # the replay loop is the live loop: clustering, masks (hw of representatives from the
     # trace), parent choice and the v1 prior all see what they saw when the run was logged
-    _check_exact(_record(tmp_path_factory, policy), policy)
+    trace = _record(tmp_path_factory, policy)
+    manifest = json.loads((trace / "manifest.json").read_text())
+    assert manifest["policy"]["spec"] == policy  # the parent rule is part of the record
+    _check_exact(trace, policy)
 
 
 def _check_exact(trace_path, policy: str) -> None:

@@ -5,6 +5,7 @@ step (arm, parent, status, reward bit for bit, pool growth), not-applicable atte
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -35,12 +36,15 @@ def evaluator():
         yield ev
 
 
-@pytest.mark.parametrize("policy", ["explore", "kernelband-v2"])
+@pytest.mark.parametrize("policy", ["explore", "kernelband-v2",
+                                    "kernelband-v2:parent=speed,frontier=2"])
 def test_live_run_replays_on_its_tape_step_for_step(tmp_path, evaluator, policy) -> None:
     out = tmp_path / policy
     config = RunConfig(out=str(out), tasks=",".join(TASKS), policy=policy, steps=STEPS,
                        seed=SEED, device="cpu", profile="off", in_flight=1)
     LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=evaluator).run()
+    # the parent rule (DESIGN.md) reaches the live policy and its manifest
+    assert json.loads((out / "manifest.json").read_text())["policy"]["spec"] == policy
     steps_table, kernels = load_tables(out)
     env = build_tape(steps_table, kernels, on_exhaust="stop")
     replay = run_sweep([policy], env, [SEED], STEPS).results.to_pandas()
