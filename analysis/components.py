@@ -16,6 +16,7 @@ part helps; an interval that includes 0 is no measurable effect.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,14 @@ def component_table_from_summary(summary: pd.DataFrame, *, seed: int = 0,
                            n_boot=n_boot)
 
 
+def _effect(row: Any, baseline: str) -> str:
+    """A variant's effect against full v2 with its interval, or `baseline` for full v2."""
+    if row.policy == COMPONENT_BASELINE:
+        return baseline
+    return (f"{'+' if row.effect_pct >= 0 else ''}{pct(row.effect_pct)} % "
+            f"[{pct(row.effect_ci_low)}, {pct(row.effect_ci_high)}]")
+
+
 def component_text(table: pd.DataFrame) -> str:
     """The component table as text (what `kernelband replay --preset components` prints)."""
     lines = []
@@ -124,9 +133,7 @@ def component_text(table: pd.DataFrame) -> str:
                      f"against full kernelband-v2, paired on ({first['n_tasks']} task(s) × "
                      f"{first['n_seeds']} seed(s)), 95 % intervals:")
         for row in part.itertuples():
-            effect = ("baseline" if row.policy == COMPONENT_BASELINE else
-                      f"{'+' if row.effect_pct >= 0 else ''}{pct(row.effect_pct)} % "
-                      f"[{pct(row.effect_ci_low)}, {pct(row.effect_ci_high)}]")
+            effect = _effect(row, "baseline")
             lines.append(f"  {row.change:<44} {row.geomean_speedup:7.3f}× "
                          f"[{row.ci_low:.3f}, {row.ci_high:.3f}]  {effect}")
         for row in part.itertuples():
@@ -144,9 +151,7 @@ def component_markdown(table: pd.DataFrame) -> str:
                 "| variant (one change to full v2) | policy spec | geomean best speedup "
                 "[95 %] | effect vs full v2 [95 %] |", "| --- | --- | --- | --- |"]
         for row in part.itertuples():
-            effect = ("—" if row.policy == COMPONENT_BASELINE else
-                      f"{'+' if row.effect_pct >= 0 else ''}{pct(row.effect_pct)} % "
-                      f"[{pct(row.effect_ci_low)}, {pct(row.effect_ci_high)}]")
+            effect = _effect(row, "—")
             out.append(f"| {row.change} | `{row.policy}` | {row.geomean_speedup:.3f}× "
                        f"[{row.ci_low:.3f}, {row.ci_high:.3f}] | {effect} |")
         out.append("")

@@ -333,6 +333,22 @@ class RecordingLock(GpuLock):
         super().release_exclusive()
 
 
+def assert_exclusive_alone(events: list[str]) -> None:
+    """Replay a `RecordingLock` log: an exclusive hold never overlaps anything else."""
+    readers, writer = 0, False
+    for event in events:
+        if event == "+s":
+            assert not writer
+            readers += 1
+        elif event == "-s":
+            readers -= 1
+        elif event == "+x":
+            assert readers == 0 and not writer
+            writer = True
+        else:
+            writer = False
+
+
 @pytest.mark.slow
 def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
     """Two workers, four concurrent candidates: each compiles outside the lock, checks under
@@ -356,18 +372,7 @@ def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
     assert all(r.ms and r.ms > 0 for r in results if r.status == "ok")
     assert lock.state == (0, False)
     # replay the log: an exclusive hold never overlaps anything else
-    readers, writer = 0, False
-    for event in lock.events:
-        if event == "+s":
-            assert not writer
-            readers += 1
-        elif event == "-s":
-            readers -= 1
-        elif event == "+x":
-            assert readers == 0 and not writer
-            writer = True
-        else:
-            writer = False
+    assert_exclusive_alone(lock.events)
     assert lock.events.count("+x") == 2  # the two correct candidates were timed
     for r in results:  # waits are part of the overhead, split by what was waited for
         if r.status == "ok":
@@ -585,18 +590,7 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
     assert quick.step_asides == 0
     # the time it stood aside is the timing's, not the check's
     assert stepped.yield_wait_s is not None and stepped.yield_wait_s > 0.0
-    readers, writer = 0, False  # an exclusive hold never overlaps a shared one
-    for event in lock.events:
-        if event == "+s":
-            assert not writer
-            readers += 1
-        elif event == "-s":
-            readers -= 1
-        elif event == "+x":
-            assert readers == 0 and not writer
-            writer = True
-        else:
-            writer = False
+    assert_exclusive_alone(lock.events)
     assert lock.state == (0, False)
 
 
@@ -716,16 +710,5 @@ def test_the_first_check_runs_under_the_shared_side_and_steps_aside() -> None:
     assert quick.timing_wait_s is not None and quick.timing_wait_s < 1.5
     # the spin is the first check's, so it is in compile_s, less the wait while aside
     assert stepped.compile_s is not None and stepped.compile_s >= 5.0
-    readers, writer = 0, False
-    for event in lock.events:
-        if event == "+s":
-            assert not writer
-            readers += 1
-        elif event == "-s":
-            readers -= 1
-        elif event == "+x":
-            assert readers == 0 and not writer
-            writer = True
-        else:
-            writer = False
+    assert_exclusive_alone(lock.events)
     assert lock.state == (0, False)
