@@ -16,7 +16,7 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 : "${WINDOW:=90}"; : "${ROUNDS:=2}"; : "${TASKS:=builtin}"; : "${DEVICE:=cuda}"
 : "${EVAL_WORKERS:=8}"
-old_tar=$1; out_dir=$2
+old_tar=$1; mkdir -p "$2" && out_dir=$(cd "$2" && pwd)  # absolute: runs start in either tree
 old_tree=$(mktemp -d); runs=$out_dir/runs
 mkdir -p "$runs" && tar -xzf "$old_tar" -C "$old_tree" || exit 1
 export PYTHONUNBUFFERED=1
