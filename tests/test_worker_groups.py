@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import SHARED_FIXTURE_GROUPS, xdist_group_of
+from tests.conftest import SHARED_BY, SHARED_FIXTURE_GROUPS, xdist_group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,8 @@ def test_any_other_test_runs_with_its_own_module():
     assert xdist_group_of("tests/kbsim/test_rng.py::test_b") == "tests/kbsim/test_rng.py"
 
 
-def test_every_grouped_module_exists_and_uses_the_shared_fixture():
-    for paths in SHARED_FIXTURE_GROUPS.values():
+def test_every_grouped_module_exists_and_uses_what_its_group_shares():
+    assert set(SHARED_BY) == set(SHARED_FIXTURE_GROUPS)
+    for group, paths in SHARED_FIXTURE_GROUPS.items():
         for path in paths:
-            assert "tritonbench_mini" in (ROOT / path).read_text(), path
+            assert SHARED_BY[group] in (ROOT / path).read_text(), path
