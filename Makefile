@@ -18,14 +18,20 @@ $(BIN)/kernelband: pyproject.toml
 demo: $(BIN)/kernelband
 	$(BIN)/kernelband demo --out $(DEMO_OUT)
 
+# pytest-xdist workers: one per core, at most 4 (many tests start processes of their own); a
+# test file runs whole on one worker, with the files that share an expensive session fixture
+# (tests/conftest.py). TEST_WORKERS=0: serial
+TEST_WORKERS ?= auto
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup)
+
 ## test: install, then run the whole test suite on CPU (Triton kernels under TRITON_INTERPRET=1)
 test: $(BIN)/kernelband
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q; rc=$$?; \
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 ## test-fast: the suite without the tests marked slow (the engine-backed acceptance runs, kill loops)
 test-fast: $(BIN)/kernelband
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q -m "not slow"
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
 
 lint: $(BIN)/kernelband
 	$(BIN)/ruff check .

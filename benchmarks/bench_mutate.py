@@ -7,9 +7,9 @@ correct candidate. Each candidate is checked with ``live.tasks.selfcheck.selfche
 "cuda")`` (every test and perf shape, NaN-poisoned outputs) and timed with
 ``triton.testing.do_bench`` (median) summed over the perf shapes. Not the evaluator's protocol
 (no L2 flush, no interleaving): a quick look at what the mutator reaches, not a result to quote
-as a KernelBand speedup. Writes ``OUT/bench_mutate.json``.
+as a KernelBand speedup. Writes ``OUT_DIR/bench_mutate.json``.
 
-    python benchmarks/bench_mutate.py --out results/bench_mutate --per-round 12
+    python benchmarks/bench_mutate.py --out OUT_DIR --per-round 12
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--tasks", default="builtin")
     parser.add_argument("--per-round", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--budget-s", type=float, default=480.0)
+    parser.add_argument("--max-seconds", type=float, default=480.0,
+                        help="wall time the run may take: no task starts after it")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -69,7 +70,7 @@ def main() -> None:
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "per_round": args.per_round, "seed": args.seed, "tasks": []}
     for task in resolve_tasks(args.tasks):
-        if time.perf_counter() - started > args.budget_s:
+        if time.perf_counter() - started > args.max_seconds:
             report["stopped_early"] = task.name
             break
         k0_ok, k0_ms, k0_error = judge(task, task.k0)

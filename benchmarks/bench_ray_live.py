@@ -13,7 +13,7 @@ one's compiled kernels.
 Usage (on a machine with 2 GPUs)::
 
     python benchmarks/bench_ray_live.py --actors 1,2 --steps 8 --in-flight 8 \
-        --json benchmarks/results/ray_live.json
+        --json OUT_DIR/ray_live.json
 
 Prints one line per configuration (attempts, evaluations, wall s, attempts/s) and the ratio of
 each configuration's attempts/s to the first's (target for 2 GPUs vs 1: >= 1.8x).
@@ -42,16 +42,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 #: Ray workers get the driver script's folder on sys.path, not the repository: name it for them
-#: (kernelband need not be installed on the GPU machine)
+#: (kernelband need not be installed on the GPU host)
 PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
-def _portable(value: object) -> object:
-    """`value` with the device machine's output folder written as ``$OUT`` (no machine paths in
-    committed results)."""
-    out = os.environ.get("OUT")
-    if isinstance(value, str) and out:
-        return value.replace(out.rstrip("/"), "$OUT")
+def _portable(value: object, out_dir: str) -> object:
+    """`value` with the results' output folder written as ``OUT_DIR`` (no machine paths in
+    recorded results)."""
+    if isinstance(value, str) and out_dir not in ("", "."):
+        return value.replace(out_dir.rstrip("/"), "OUT_DIR")
     return value
 
 
@@ -211,13 +210,14 @@ def main(argv: list[str] | None = None) -> int:
         print("note: the configurations did different work (a policy whose decisions depend on "
               "timings?); compare evaluations/s", flush=True)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        out_dir = str(Path(args.json).parent)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
             "command": " ".join([os.path.basename(sys.executable),
-                                 *map(_portable, sys.argv)]),
-            "config": {k: _portable(v) for k, v in vars(args).items()},
+                                 *(_portable(arg, out_dir) for arg in sys.argv)]),
+            "config": {k: _portable(v, out_dir) for k, v in vars(args).items()},
             "runs": rows,
         }, indent=2))
     ray.shutdown()

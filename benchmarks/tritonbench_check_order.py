@@ -1,7 +1,7 @@
 """How soon a pool of check workers ends, by the order it takes TritonBench-G's checks in.
 
 Replays measured check times (the `wall_s` of a cold load's records, e.g.
-`benchmarks/results/tritonbench_g_h200_2026-11-24_session27/cold_load_1_records.json`) through
+`benchmarks/results/tritonbench_g_live_h200/cold_load_records.json`) through
 a list-scheduling pool of WORKERS workers (each takes the next check as soon as it is free)
 for several orders: the source's, the project's cost hint (D88), autotuned configurations
 alone (the hint before D88) and the measured times themselves (the best this pool can do).
@@ -12,9 +12,9 @@ A check's time is taken as fixed, whatever runs beside it: a model, not a measur
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,6 +60,8 @@ def main(folder: str, *record_files: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], *sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", help="the TritonBench-G checkout the records were made on")
+    parser.add_argument("records", nargs="+", help="cold-load records JSON (one or more)")
+    cli = parser.parse_args()
+    main(cli.folder, *cli.records)

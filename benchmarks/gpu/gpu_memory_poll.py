@@ -1,13 +1,14 @@
 """Poll GPU memory while runs go on: total ``memory.used`` and, per run label, the memory of the
-processes whose environment holds ``KB15_RUN=<label>`` (the runs' workers inherit it).
+processes whose environment holds ``KB_RUN_LABEL=<label>`` (the runs' workers inherit it).
 
-    python benchmarks/gpu/gpu_memory_poll.py OUT.json &   # SIGTERM writes OUT.json and exits
+    python benchmarks/gpu/gpu_memory_poll.py OUT_DIR/memory.json &   # SIGTERM writes it and exits
 
 OUT.json: {"total_max_mib": ..., "runs_max_mib": {label: max summed MiB}, "samples": n}.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
@@ -22,7 +23,7 @@ def _label(pid: str) -> str | None:
     except OSError:
         return None
     for item in env:
-        if item.startswith(b"KB15_RUN="):
+        if item.startswith(b"KB_RUN_LABEL="):
             return item.split(b"=", 1)[1].decode()
     return None
 
@@ -37,7 +38,9 @@ def _query(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="JSON file written on SIGTERM")
+    out = parser.parse_args().out
     state = {"total_max_mib": 0.0, "runs_max_mib": {}, "samples": 0}
 
     def write(*_: object) -> None:

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
+argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help, no options
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402

@@ -27,7 +27,7 @@ from kbsim.replay.engine import RECORDED, EpisodeOut, StepOut, compiled_worker, 
 
 #: seconds one (policy family, environment) worker takes to compile with an empty cache, its
 #: family's functions included, on the shared 2-core development machine (load average ~3;
-#: docs/benchmarks.md, "Cold start"): the announcement's estimate, not a promise
+#: docs/benchmarks.md, "First contact"): the announcement's estimate, not a promise
 COMPILE_SECONDS: dict[int, float] = {FAMILY_V2: 18.0, FAMILY_V1: 18.0, FAMILY_FLAT: 8.0}
 
 

@@ -366,11 +366,3 @@ def compiled_worker(family: int, ekind: int):
         worker = _WORKERS[key] = _make_worker(*key)
     return worker
 
-
-def __getattr__(name: str):
-    """`kbsim.replay.engine.run_sweep` (the name the design gives) lives in kbsim.replay.sweep."""
-    if name == "run_sweep":
-        from kbsim.replay.sweep import run_sweep
-
-        return run_sweep
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ for timing (the worker asks for its turn between checking and timing) and for pr
 NOTE (D81): writers are *patient*. A pure writer preference (no new shared holder once a timing
 waits) made every 0.1 s timing drain every check in flight (seconds to tens of seconds each), and
 with a timing asked for every few seconds the GPU spent most of its time draining (H200,
-TritonBench-G: 0.2 evaluations/s, workers busy ~15 % of the time; docs/benchmarks.md). Here a
+TritonBench-G: 0.2 evaluations/s, workers busy ~15 % of the time; 2026-11-23, in git history). Here a
 writer's request is first *pending*: shared holders may still enter. The lock *closes* to new
 shared holders when any of these holds:
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: NOTE (D81) the live evaluator's default patience, from the H200 TritonBench-G run of
-#: docs/benchmarks.md ("Live-run speed, evening"): checks p50 2 s / p90 17 s, a timing 0.1 s, a
+#: 2026-11-23 (git history of docs/benchmarks.md): checks p50 2 s / p90 17 s, a timing 0.1 s, a
 #: timing asked for every few seconds. 15 s is a little under one long (p90) check: a timing
 #: waits at most that long before the lock closes, plus one drain (at worst the longest check
 #: in flight), about 30 s with p90 checks, in the range of the 18-56 s median timing wait

@@ -24,7 +24,7 @@ from pathlib import Path
 
 #: share of the host's memory kept free for the work already running (12.8 GiB of 128 GiB).
 #: With 0.2 (25 GiB) a cold TritonBench-G load on an H200 held 24 checks back for 374 s in all
-#: and its queue drained 78 s later than without admission (docs/benchmarks.md), while the
+#: and its queue drained 78 s later than without admission (2026-11-24, git history), while the
 #: host's available memory still fell to 4 GiB: the checks running grow on their own; the
 #: reserve only has to keep new ones from piling onto a host that is nearly full
 RESERVE_SHARE = 0.1

@@ -42,7 +42,7 @@ PLAIN_KEY = "plain-script:"
 #: Each check worker may take up to 0.45 of the GPU's memory (KB_GPU_WORKERS=2 for the
 #: allocator cap, with CHECK_MEMORY_MB), not 1/16 as 16 evaluator workers would: on an H200, 60
 #: of 181 operators ran out of memory under 1/16 each with 80-120 GiB of the card free, and 10 of
-#: 135 under 0.225 (docs/benchmarks.md). Checks rarely peak together; a real out-of-memory is
+#: 135 under 0.225 (2026-11-24, git history). Checks rarely peak together; a real out-of-memory is
 #: retried alone. KB_QUICK_AUTOTUNE: short autotuning benchmarks in check workers (D71).
 CHECK_ENV = {"KB_FIRST_CONFIG": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
 #: host memory per check worker (MB); with KB_GPU_WORKERS=2 it also lets each take up to 0.45 of

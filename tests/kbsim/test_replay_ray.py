@@ -93,27 +93,6 @@ def _kill_first_chunk_worker(killed: list[int], stop: threading.Event) -> None:
         time.sleep(0.01)
 
 
-def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
-                                                                         env):
-    # chunks of ~1 s each (4 of them), so that the killer finds one running
-    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=300, steps=300, chunk_episodes=225)
-    local = run_sweep(**kwargs, out=tmp_path / "local")
-    killed: list[int] = []
-    stop = threading.Event()
-    killer = threading.Thread(target=_kill_first_chunk_worker, args=(killed, stop))
-    killer.start()
-    try:
-        remote = run_sweep_ray(**kwargs, out=tmp_path / "ray", max_retries=2)
-    finally:
-        stop.set()
-        killer.join()
-    assert killed, "no chunk worker was seen running, so none was killed"
-    assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
-    pd.testing.assert_frame_equal(local.summary, remote.summary)
-    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "ray"))
-    assert not list((tmp_path / "ray").glob(".*.tmp"))
-
-
 def test_chunks_follow_the_local_order(env):
     plans = [plan_episodes(env, [3, 5]), plan_episodes(env, [1])]
     jobs = plan_chunks([parse_policy("greedy"), parse_policy("random")], plans, 4)
@@ -179,3 +158,26 @@ def test_a_chunk_lost_beyond_its_retries_stops_the_sweep_naming_it(tmp_path, ray
         killer.join()
     assert killed
     assert not (tmp_path / "ray" / "_summary.parquet").exists()
+
+
+# last in the module: Ray reports the killed worker to the driver some time later, and that
+# notice must not land in another test's captured output
+def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
+                                                                         env):
+    # chunks of ~1 s each (4 of them), so that the killer finds one running
+    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=300, steps=300, chunk_episodes=225)
+    local = run_sweep(**kwargs, out=tmp_path / "local")
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_chunk_worker, args=(killed, stop))
+    killer.start()
+    try:
+        remote = run_sweep_ray(**kwargs, out=tmp_path / "ray", max_retries=2)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no chunk worker was seen running, so none was killed"
+    assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
+    pd.testing.assert_frame_equal(local.summary, remote.summary)
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "ray"))
+    assert not list((tmp_path / "ray").glob(".*.tmp"))

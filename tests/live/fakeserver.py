@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,7 +25,8 @@ class Scripted:
 
     status: int = 200
     body: dict[str, Any] | str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    #: a value may be a function, called when the response is sent (a date relative to then)
+    headers: dict[str, str | Callable[[], str]] = field(default_factory=dict)
     delay_s: float = 0.0
 
 
@@ -60,7 +62,8 @@ def chat_reply(
     return Scripted(200, body)
 
 
-def error_reply(status: int, message: str = "scripted error", **headers: str) -> Scripted:
+def error_reply(status: int, message: str = "scripted error",
+                **headers: str | Callable[[], str]) -> Scripted:
     body = {"error": {"message": message, "type": "server_error", "code": None}}
     return Scripted(status, body, {k.replace("_", "-"): v for k, v in headers.items()})
 
@@ -122,7 +125,7 @@ class FakeOpenAIServer:
                     self.send_header("Content-Type", ctype)
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in scripted.headers.items():
-                        self.send_header(name, value)
+                        self.send_header(name, value() if callable(value) else value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

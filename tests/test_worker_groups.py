@@ -1,0 +1,26 @@
+"""tests/conftest.py: how the suite is split over pytest-xdist workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import SHARED_BY, SHARED_FIXTURE_GROUPS, xdist_group_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_modules_sharing_a_session_fixture_run_on_one_worker():
+    for group, paths in SHARED_FIXTURE_GROUPS.items():
+        assert {xdist_group_of(f"{path}::test_x") for path in paths} == {group}
+
+
+def test_any_other_test_runs_with_its_own_module():
+    assert xdist_group_of("tests/kbsim/test_rng.py::test_a[1]") == "tests/kbsim/test_rng.py"
+    assert xdist_group_of("tests/kbsim/test_rng.py::test_b") == "tests/kbsim/test_rng.py"
+
+
+def test_every_grouped_module_exists_and_uses_what_its_group_shares():
+    assert set(SHARED_BY) == set(SHARED_FIXTURE_GROUPS)
+    for group, paths in SHARED_FIXTURE_GROUPS.items():
+        for path in paths:
+            assert SHARED_BY[group] in (ROOT / path).read_text(), path
