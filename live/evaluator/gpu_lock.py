@@ -8,7 +8,7 @@ for timing (the worker asks for its turn between checking and timing) and for pr
 NOTE (D81): writers are *patient*. A pure writer preference (no new shared holder once a timing
 waits) made every 0.1 s timing drain every check in flight (seconds to tens of seconds each), and
 with a timing asked for every few seconds the GPU spent most of its time draining (H200,
-TritonBench-G: 0.2 evaluations/s, workers busy ~15 % of the time; 2026-11-23, in git history). Here a
+TritonBench-G: 0.2 evaluations/s, workers busy ~15 % of the time; 2026-11-23, git history). Here a
 writer's request is first *pending*: shared holders may still enter. The lock *closes* to new
 shared holders when any of these holds:
 
