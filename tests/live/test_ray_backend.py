@@ -195,8 +195,9 @@ def test_an_actor_with_two_workers_runs_two_calls_at_once_and_gives_the_local_de
         tmp_path, pool_2w, local_trace):
     assert pool_2w.device_info["workers_per_actor"] == 2
     assert pool_2w._slots[0].info["workers"] == 2
-    # the actor's GPU lock batches timings like the local runner's (NOTE D81)
-    patience = {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 2}
+    # the actor's GPU lock batches timings like the local runner's (NOTE D81), and its checks
+    # step aside for them (NOTE D97)
+    patience = {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 2, "step_aside": True}
     assert pool_2w.gpu_lock_info == patience
     # two calls at once are both served (by the one actor's two workers)
     from live.tasks.registry import resolve_task
