@@ -151,7 +151,9 @@ def test_a_chunk_lost_beyond_its_retries_stops_the_sweep_naming_it(tmp_path, ray
     try:
         with pytest.raises(RuntimeError, match=r"chunk \d+ \(kernelband-v2 on synthetic, "
                                                r"episodes \d+\.\.\d+\) failed after 0 retries"):
-            run_sweep_ray(["kernelband-v2"], env, 300, 300, chunk_episodes=225,
+            # four chunks long enough for the killer to find one running, also when this
+            # module's earlier tests left the Ray workers warm
+            run_sweep_ray(["kernelband-v2"], env, 2000, 300, chunk_episodes=1500,
                           out=tmp_path / "ray", max_retries=0)
     finally:
         stop.set()
@@ -164,8 +166,9 @@ def test_a_chunk_lost_beyond_its_retries_stops_the_sweep_naming_it(tmp_path, ray
 # notice must not land in another test's captured output
 def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
                                                                          env):
-    # chunks of ~1 s each (4 of them), so that the killer finds one running
-    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=300, steps=300, chunk_episodes=225)
+    # 4 chunks, long enough for the killer to find one running (the workers are warm by now)
+    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=2000, steps=300,
+                  chunk_episodes=1500)
     local = run_sweep(**kwargs, out=tmp_path / "local")
     killed: list[int] = []
     stop = threading.Event()
