@@ -333,6 +333,18 @@ class RecordingLock(GpuLock):
         super().release_exclusive()
 
 
+def spinning(code: str, call: int, seconds: float = 6.0) -> str:
+    """`vadd` candidate `code` whose `call`-th call spins on torch calls for `seconds`."""
+    slow = code.replace("def vadd(x, y, out):\n",
+                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
+                        f"    import torch\n    _calls[0] += 1\n    if _calls[0] == {call}:\n"
+                        "        began = time.perf_counter()\n"
+                        f"        while time.perf_counter() - began < {seconds}:\n"
+                        "            torch.add(x, 0)\n            time.sleep(0.005)\n")
+    assert slow != code
+    return slow
+
+
 def assert_exclusive_alone(events: list[str]) -> None:
     """Replay a `RecordingLock` log: an exclusive hold never overlaps anything else."""
     readers, writer = 0, False
@@ -565,12 +577,7 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
     folder = Path(__file__).parent / "fixtures" / "candidates"
     good = (folder / "vadd_good.py").read_text()
     # its second call (the first shape checked under the lock) spins on torch calls for 6 s
-    slow = good.replace("def vadd(x, y, out):\n",
-                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
-                        "    import torch\n    _calls[0] += 1\n    if _calls[0] == 2:\n"
-                        "        began = time.perf_counter()\n"
-                        "        while time.perf_counter() - began < 6.0:\n"
-                        "            torch.add(x, 0)\n            time.sleep(0.005)\n")
+    slow = spinning(good, call=2)
     assert slow != good
     lock = RecordingLock()
     with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
@@ -690,12 +697,7 @@ def test_the_first_check_runs_under_the_shared_side_and_steps_aside() -> None:
     folder = Path(__file__).parent / "fixtures" / "candidates"
     good = (folder / "vadd_good.py").read_text()
     # its first call (the first check, before any other turn) spins on torch calls for 6 s
-    slow = good.replace("def vadd(x, y, out):\n",
-                        "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
-                        "    import torch\n    _calls[0] += 1\n    if _calls[0] == 1:\n"
-                        "        began = time.perf_counter()\n"
-                        "        while time.perf_counter() - began < 6.0:\n"
-                        "            torch.add(x, 0)\n            time.sleep(0.005)\n")
+    slow = spinning(good, call=1)
     lock = RecordingLock()
     with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
                    memory_limit_mb=8192, gpu_lock=lock, memory_plan=False,
