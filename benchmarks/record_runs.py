@@ -5,7 +5,7 @@ A plan (JSON) names the task set, the options every run shares, the runs (name, 
 of this program advances the runs in pieces of at most ``--max-wall`` seconds: every job gets
 its own GPU (``CUDA_VISIBLE_DEVICES``), resumes its run from ``--work`` (left by an earlier call
 on this host) or from ``--runs-dir`` (the runs as kept between hosts), and leaves the run packed
-as ``OUT/NAME.tar.gz``, so nothing is lost when a host goes away between calls.
+as ``OUT/NAME.tar.gz``, so a run stopped between pieces loses nothing.
 
     python benchmarks/record_runs.py PLAN.json --out OUT [--gpus 0,1,2,3] [--jobs A,B,...]
         [--runs-dir benchmarks/runs] [--work /tmp/kb-runs] [--max-wall 400] [--stop-s 520]
@@ -29,9 +29,9 @@ command, start, tree from ``KB_TREE`` or git, GPU, and the steps after it) and, 
 the evaluations of this piece, evaluations per second, the evaluated attempts toward the target
 before and after, the GPU lock's closes (how long checks took to drain for timings), and the
 first evaluation of each task of a run started afresh (k0 timed against itself, an A/A check
-under load). Give each device call at least ``--stop-s`` + 90 seconds: a job is interrupted at
-``--stop-s`` and has 30 more to end before it is killed, then the runs are validated and
-packed. A run is complete
+under load). Whatever limits the whole command should allow ``--stop-s`` + 90 seconds: a job is
+interrupted at ``--stop-s`` and has 30 more to end before it is killed, then the runs are
+validated and packed. A run is complete
 when every task that can run has ``steps`` evaluated attempts (``benchmarks/live_progress.py``).
 
 Runs on the GPU host; ``--dry-run`` (any machine) prints the jobs and their commands.
