@@ -184,13 +184,25 @@ def _lines(path: Path) -> int:
         return sum(1 for _ in f)
 
 
+def _records_since(path: Path, since_line: int) -> list[dict[str, Any]]:
+    """The JSON lines of `path` from line `since_line` on (a line a killed run cut short is
+    skipped)."""
+    if not path.is_file():
+        return []
+    records = []
+    with open(path) as f:
+        for k, line in enumerate(f):
+            if k >= since_line:
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    return records
+
+
 def lock_figures(folder: Path, since_line: int) -> dict[str, Any]:
     """This piece's closes of the GPU lock (the lines of gpu-lock.jsonl it appended)."""
-    path = folder / "gpu-lock.jsonl"
-    if not path.is_file():
-        return {}
-    with open(path) as f:
-        closes = [json.loads(line) for k, line in enumerate(f) if k >= since_line]
+    closes = _records_since(folder / "gpu-lock.jsonl", since_line)
     if not closes:
         return {}
     figures: dict[str, Any] = {"lock_closes": len(closes)}
@@ -207,11 +219,7 @@ def lock_figures(folder: Path, since_line: int) -> dict[str, Any]:
 
 def live_figures(folder: Path, since_line: int, wall_s: float, fresh: bool) -> dict[str, Any]:
     """This piece's evaluations (the lines of evaluations.jsonl it appended) and their rate."""
-    path = folder / "evaluations.jsonl"
-    rows = []
-    if path.is_file():
-        with open(path) as f:
-            rows = [json.loads(line) for k, line in enumerate(f) if k >= since_line]
+    rows = _records_since(folder / "evaluations.jsonl", since_line)
     figures: dict[str, Any] = {
         "evaluations": len(rows), "wall_s": round(wall_s, 1),
         "evaluations_per_s": round(len(rows) / wall_s, 4) if wall_s else None}

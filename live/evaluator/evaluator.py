@@ -417,16 +417,8 @@ class Evaluator:
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
                 continue
-            if tag == "phase" and payload == "shared:first" and held is not None:
-                # NOTE (D97): the first check's GPU work under the shared side; it is still the
-                # compile phase, under its own time limit
-                self._take(held, "shared", task_name,
-                           reserved if reserved is not None else [0], waits)
-                if not worker.send({"op": "go"}):
-                    got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
-                continue
-            if tag == "phase" and payload in ("shared", "timing") and held is not None:
+            if (tag == "phase" and payload in ("shared", "shared:first", "timing")
+                    and held is not None):
                 asked = time.perf_counter()
                 self._take(held, "exclusive" if payload == "timing" else "shared", task_name,
                            reserved if reserved is not None else [0], waits)
@@ -434,6 +426,10 @@ class Evaluator:
                 if not worker.send({"op": "go"}):
                     got = worker._death()
                     return failure("runtime_error", kid, task_name, got.detail, **base), False
+                if payload == "shared:first":
+                    # NOTE (D97): the first check's GPU work under the shared side; it is still
+                    # the compile phase, under its own time limit
+                    continue
                 phase_timeout, phase = self.timeout_s, "run"
                 if payload == "timing":
                     check_deadline = None  # timing has a time limit of its own
