@@ -12,7 +12,7 @@ import math
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +146,23 @@ class InputCache:
 
 def _out_of_memory(outcome: Outcome) -> bool:
     return outcome.status == "runtime_error" and "out of memory" in outcome.message
+
+
+@contextlib.contextmanager
+def _stepping(aside: StepAside | None) -> Iterator[None]:
+    """Run a check under `aside` (none: as it is); a failure after the parent went away while
+    the check stood aside is that, not the candidate's (NOTE D97)."""
+    if aside is None:
+        yield
+        return
+    with aside:
+        try:
+            yield
+        except Outcome:
+            if aside.lost:
+                raise Outcome("runtime_error", "the evaluator went away while checking",
+                              recycle=True) from None
+            raise
 
 
 def timed_indices(task: Any, kept: list[int]) -> list[int]:
@@ -404,14 +421,8 @@ class CandidateRunner:
                  if await_turn is not None and request.get("step_aside_flag") and peaks is None
                  and plan else None)
         if plan:  # the first check compiles (a tiny shape); else the source check will
-            with first if first is not None else contextlib.nullcontext():
-                try:
-                    check(plan[0])
-                except Outcome:
-                    if first is not None and first.lost:
-                        raise Outcome("runtime_error", "the evaluator went away while checking",
-                                      recycle=True) from None
-                    raise
+            with _stepping(first):
+                check(plan[0])
             if first is not None and first.held_now:
                 self._sync()
                 if not await_turn("release"):
@@ -462,69 +473,63 @@ class CandidateRunner:
         def aside_waits() -> float:
             return aside.waited_s if aside is not None else 0.0
 
-        with aside if aside is not None else contextlib.nullcontext():
-            try:
-                for entry in plan[1:]:
-                    if (deadline is not None and entry[2] is not None
-                            and time.perf_counter() > deadline):
-                        not_reached.append(entry[2])
-                        continue
-                    inputs = None
-                    if off_lock:
-                        if aside is not None:  # off the lock: no safe point acts
-                            aside.holding = False
-                        self._sync()  # our GPU work so far is done before we let go
-                        if not await_turn("release"):
-                            raise Outcome("runtime_error",
-                                          "the evaluator went away while checking",
-                                          recycle=True)
-                        inputs = self._make_inputs(task, entry[0], entry[1])
-                        asked = time.perf_counter()
-                        if not await_turn("shared"):
-                            raise Outcome("runtime_error",
-                                          "the evaluator went away while checking",
-                                          recycle=True)
-                        waited += time.perf_counter() - asked
-                        if aside is not None:
-                            aside.holding = True
-                    ran, aside_before = time.perf_counter(), aside_waits()
-                    check(entry, inputs)
-                    # the longest a shape kept the shared side (its waits while stepped aside
-                    # left out): what a batch of timings would wait for without D97
-                    longest_shape = max(longest_shape, time.perf_counter() - ran
-                                        - (aside_waits() - aside_before))
-                if plan[1:]:
-                    phases["longest_shape_s"] = longest_shape
-                if not_reached:
-                    phases["not_reached"] = not_reached
-                if peaks is not None:
-                    phases["shape_peaks"] = peaks
-                source_check = getattr(task, "source_check", None)
-                phases["failed_shape"] = None
-                if source_check is not None:
-                    ran, aside_before = time.perf_counter(), aside_waits()
-                    try:
-                        problem = source_check(request["code"], dev)
-                    except BaseException as exc:  # noqa: BLE001
-                        outcome = classify_exception(exc, dev)
-                        raise Outcome(outcome.status, f"source check: {outcome.message}",
-                                      outcome.recycle) from None
-                    finally:
-                        # the operator's own test code, run whole under the shared side
-                        # (TritonBench-G), less its waits while stepped aside (D97)
-                        phases["source_check_s"] = (time.perf_counter() - ran
-                                                    - (aside_waits() - aside_before))
-                    if problem is not None:
-                        raise Outcome("incorrect", f"source check: {problem}")
-                    source_note = getattr(task, "source_note", None)
-                    note = source_note(dev) if source_note is not None else None
-                    if note:
-                        phases["source_note"] = note
-            except Outcome:
-                if aside is not None and aside.lost:
-                    raise Outcome("runtime_error", "the evaluator went away while checking",
-                                  recycle=True) from None
-                raise
+        with _stepping(aside):
+            for entry in plan[1:]:
+                if (deadline is not None and entry[2] is not None
+                        and time.perf_counter() > deadline):
+                    not_reached.append(entry[2])
+                    continue
+                inputs = None
+                if off_lock:
+                    if aside is not None:  # off the lock: no safe point acts
+                        aside.holding = False
+                    self._sync()  # our GPU work so far is done before we let go
+                    if not await_turn("release"):
+                        raise Outcome("runtime_error",
+                                      "the evaluator went away while checking",
+                                      recycle=True)
+                    inputs = self._make_inputs(task, entry[0], entry[1])
+                    asked = time.perf_counter()
+                    if not await_turn("shared"):
+                        raise Outcome("runtime_error",
+                                      "the evaluator went away while checking",
+                                      recycle=True)
+                    waited += time.perf_counter() - asked
+                    if aside is not None:
+                        aside.holding = True
+                ran, aside_before = time.perf_counter(), aside_waits()
+                check(entry, inputs)
+                # the longest a shape kept the shared side (its waits while stepped aside
+                # left out): what a batch of timings would wait for without D97
+                longest_shape = max(longest_shape, time.perf_counter() - ran
+                                    - (aside_waits() - aside_before))
+            if plan[1:]:
+                phases["longest_shape_s"] = longest_shape
+            if not_reached:
+                phases["not_reached"] = not_reached
+            if peaks is not None:
+                phases["shape_peaks"] = peaks
+            source_check = getattr(task, "source_check", None)
+            phases["failed_shape"] = None
+            if source_check is not None:
+                ran, aside_before = time.perf_counter(), aside_waits()
+                try:
+                    problem = source_check(request["code"], dev)
+                except BaseException as exc:  # noqa: BLE001
+                    outcome = classify_exception(exc, dev)
+                    raise Outcome(outcome.status, f"source check: {outcome.message}",
+                                  outcome.recycle) from None
+                finally:
+                    # the operator's own test code, run whole under the shared side
+                    # (TritonBench-G), less its waits while stepped aside (D97)
+                    phases["source_check_s"] = (time.perf_counter() - ran
+                                                - (aside_waits() - aside_before))
+                if problem is not None:
+                    raise Outcome("incorrect", f"source check: {problem}")
+                source_note = getattr(task, "source_note", None)
+                note = source_note(dev) if source_note is not None else None
+                if note:
+                    phases["source_note"] = note
         if aside is not None:
             waited += aside.waited_s
             phases["step_asides"] = aside.steps + (first.steps if first is not None else 0)
