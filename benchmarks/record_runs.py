@@ -9,16 +9,19 @@ as ``OUT/NAME.tar.gz``, so a run stopped between pieces loses nothing.
 
     python benchmarks/record_runs.py PLAN.json --out OUT [--gpus 0,1,2,3] [--jobs A,B,...]
         [--runs-dir benchmarks/runs] [--work /tmp/kb-runs] [--max-wall 400] [--stop-s 520]
-        [--dry-run]
+        [--min-left 120] [--dry-run]
 
-Jobs (``--jobs``, in GPU order; default: the runs not yet complete, in plan order, then the
-profiling of the plan's ``profile.run`` once that run is complete, one per GPU):
+Jobs (``--jobs``, in order; default: the runs not yet complete, in plan order, then the
+profiling of the plan's ``profile.run``). The first jobs start one per GPU; each later one starts
+on the first GPU whose job ends while at least ``--min-left`` seconds of ``--max-wall`` remain,
+with what remains as its own limit, so a GPU whose run completes goes on with the next:
 
 - ``NAME``: continue the live run NAME (``kernelband live --resume``); a plan entry with
   ``"scratch": true`` (a pilot) starts afresh in ``--work`` and is never taken from
   ``--runs-dir``;
 - ``profile:NAME``: Nsight Compute profiles of run NAME's correct kernels
-  (``kernelband traces profile --sessions N``; ``profile.sessions``, ``profile.batch``);
+  (``kernelband traces profile --sessions N``; ``profile.sessions``, ``profile.batch``), started
+  only once run NAME is complete;
 - ``sessions-check:NAME``: ``profile.sessions`` profiling sessions against 1, side by side on
   copies of run NAME (``benchmarks/gpu/profile_sessions_check.py``).
 
@@ -111,7 +114,8 @@ def progress_of(folder: Path | None, target: int) -> dict[str, Any] | None:
     return progress(folder, target)
 
 
-def default_jobs(plan: dict[str, Any], work: Path, runs_dir: Path, n_gpus: int) -> list[str]:
+def default_jobs(plan: dict[str, Any], work: Path, runs_dir: Path) -> list[str]:
+    """The runs not yet complete, in plan order, then the profiling of ``profile.run``."""
     jobs = []
     for run in plan["runs"]:
         if run.get("scratch"):
@@ -120,9 +124,9 @@ def default_jobs(plan: dict[str, Any], work: Path, runs_dir: Path, n_gpus: int) 
         if report is None or not report["complete"]:
             jobs.append(run["name"])
     profile = plan.get("profile")
-    if profile and profile["run"] not in jobs:
+    if profile:
         jobs.append(f"profile:{profile['run']}")
-    return jobs[:n_gpus]
+    return jobs
 
 
 def live_command(plan: dict[str, Any], run: dict[str, Any], out: Path, resume: bool,
@@ -135,46 +139,53 @@ def live_command(plan: dict[str, Any], run: dict[str, Any], out: Path, resume: b
             *run.get("args", [])]
 
 
-def build_jobs(plan: dict[str, Any], names: list[str], gpus: list[str], work: Path,
-               runs_dir: Path, logs: Path, max_wall: float, stop_s: float) -> list[Job]:
-    if len(names) > len(gpus):
-        raise SystemExit(f"{len(names)} jobs for {len(gpus)} GPUs: one job per GPU")
-    jobs = []
-    for name, gpu in zip(names, gpus, strict=False):
-        kind, _, run_name = name.rpartition(":")
-        kind = kind or "live"
-        log = logs / f"{name.replace(':', '-')}.log"
-        if kind == "live":
-            run = run_entry(plan, run_name)
-            found = where(run_name, work, runs_dir, scratch=bool(run.get("scratch")))
-            if found is not None and found != work / run_name:
-                shutil.copytree(found, work / run_name, dirs_exist_ok=False)
-            command = live_command(plan, run, work / run_name, found is not None, max_wall,
-                                   stop_s)
-        elif kind in ("profile", "sessions-check"):
-            run_entry(plan, run_name)
-            found = where(run_name, work, runs_dir)
-            if found is None:
-                raise SystemExit(f"{name}: run {run_name} has no trace yet")
-            if found != work / run_name:
-                shutil.copytree(found, work / run_name)
-            profile = plan.get("profile") or {}
-            if kind == "profile":
-                command = ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}", sys.executable,
-                           "-m", "kernelband.cli", "traces", "profile", str(work / run_name),
-                           "--batch-size", str(profile.get("batch", 48)),
-                           "--sessions", str(profile.get("sessions", 1)),
-                           "--max-wall", f"{max_wall:g}", "--quiet"]
-            else:
-                command = [sys.executable, str(ROOT / "benchmarks/gpu/profile_sessions_check.py"),
-                           str(work / run_name), "--tasks", ",".join(profile["check_tasks"]),
-                           "--sessions", str(profile.get("sessions", 3)),
-                           "--max-wall", str(profile.get("check_wall_s", 60)),
-                           "--json", str(logs / "profile_sessions.json")]
+def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: Path,
+              logs: Path, max_wall: float, stop_s: float) -> Job:
+    """Job `name` on GPU `gpu`, its run copied into `work` from `runs_dir` where needed."""
+    kind, _, run_name = name.rpartition(":")
+    kind = kind or "live"
+    log = logs / f"{name.replace(':', '-')}.log"
+    if kind == "live":
+        run = run_entry(plan, run_name)
+        found = where(run_name, work, runs_dir, scratch=bool(run.get("scratch")))
+        if found is not None and found != work / run_name:
+            shutil.copytree(found, work / run_name, dirs_exist_ok=False)
+        command = live_command(plan, run, work / run_name, found is not None, max_wall, stop_s)
+    elif kind in ("profile", "sessions-check"):
+        run_entry(plan, run_name)
+        found = where(run_name, work, runs_dir)
+        if found is None:
+            raise SystemExit(f"{name}: run {run_name} has no trace yet")
+        if found != work / run_name:
+            shutil.copytree(found, work / run_name)
+        profile = plan.get("profile") or {}
+        if kind == "profile":
+            command = ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}", sys.executable,
+                       "-m", "kernelband.cli", "traces", "profile", str(work / run_name),
+                       "--batch-size", str(profile.get("batch", 48)),
+                       "--sessions", str(profile.get("sessions", 1)),
+                       "--max-wall", f"{max_wall:g}", "--quiet"]
         else:
-            raise SystemExit(f"unknown job kind {kind!r} in {name!r}")
-        jobs.append(Job(name=name, kind=kind, run=run_name, gpu=gpu, command=command, log=log))
-    return jobs
+            command = [sys.executable, str(ROOT / "benchmarks/gpu/profile_sessions_check.py"),
+                       str(work / run_name), "--tasks", ",".join(profile["check_tasks"]),
+                       "--sessions", str(profile.get("sessions", 3)),
+                       "--max-wall", str(profile.get("check_wall_s", 60)),
+                       "--json", str(logs / "profile_sessions.json")]
+    else:
+        raise SystemExit(f"unknown job kind {kind!r} in {name!r}")
+    return Job(name=name, kind=kind, run=run_name, gpu=gpu, command=command, log=log)
+
+
+def waiting_on(plan: dict[str, Any], name: str, work: Path, runs_dir: Path) -> str | None:
+    """Why job `name` cannot start yet (a profile of a run not complete), else None."""
+    kind, _, run_name = name.rpartition(":")
+    if kind != "profile":
+        return None
+    run = run_entry(plan, run_name)
+    report = progress_of(where(run_name, work, runs_dir), int(run["steps"]))
+    if report is None or not report["complete"]:
+        return f"run {run_name} is not complete"
+    return None
 
 
 def _lines(path: Path) -> int:
@@ -308,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds after which a job starts nothing new [400]")
     parser.add_argument("--stop-s", type=float, default=None,
                         help="seconds after which a job is interrupted [max-wall + 120]")
+    parser.add_argument("--min-left", type=float, default=120.0,
+                        help="a queued job starts only while this many seconds of --max-wall "
+                             "remain [120]")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
@@ -318,13 +332,16 @@ def main(argv: list[str] | None = None) -> int:
     logs = args.work / "logs"
     logs.mkdir(exist_ok=True)
     names = (args.jobs.split(",") if args.jobs
-             else default_jobs(plan, args.work, args.runs_dir, len(gpus)))
-    if not names:
-        print("every run is complete and profiled: nothing to do")
+             else default_jobs(plan, args.work, args.runs_dir))
+    if not names or all(waiting_on(plan, n, args.work, args.runs_dir) for n in names):
+        print("every run is complete and profiled: nothing to do" if not names else
+              "nothing can start: " + "; ".join(
+                  f"{n}: {waiting_on(plan, n, args.work, args.runs_dir)}" for n in names))
         return 0
     if args.dry_run:
-        for name, gpu in zip(names, gpus, strict=False):
-            print(f"GPU {gpu}: {name}")
+        for k, name in enumerate(names):
+            print(f"GPU {gpus[k]}: {name}" if k < len(gpus)
+                  else f"then, on the first GPU free: {name}")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1",
@@ -334,9 +351,20 @@ def main(argv: list[str] | None = None) -> int:
     if plan.get("seed_cache"):  # the same operators in every piece: a kept check cache
         seed = ROOT / plan["seed_cache"]
         shutil.copytree(seed, env["KERNELBAND_CACHE_DIR"], dirs_exist_ok=True)
-    jobs = build_jobs(plan, names, gpus, args.work, args.runs_dir, logs, args.max_wall, stop_s)
+    summary: dict[str, Any] = {"gpus": gpu_names(), "started": dt.datetime.now(
+        dt.timezone.utc).isoformat(timespec="seconds"), "max_wall_s": args.max_wall,
+        "stop_s": stop_s, "jobs": {}, "not_started": {}}
+    names_by_index = {line.split(",")[0].strip(): line.split(",")[1].strip()
+                      for line in summary["gpus"] if line.count(",") >= 1}
+    t0 = time.perf_counter()
+    queue, lanes, done = list(names), {gpu: None for gpu in gpus}, []
     before: dict[str, Any] = {}
-    for job in jobs:
+    first_round = True  # the first jobs, one per GPU, start whatever --min-left says
+
+    def start(name: str, gpu: str) -> Job:
+        elapsed = time.perf_counter() - t0
+        job = build_job(plan, name, gpu, args.work, args.runs_dir, logs,
+                        args.max_wall - elapsed, stop_s - elapsed)
         if job.kind == "live":
             run = run_entry(plan, job.run)
             folder = args.work / job.run
@@ -351,20 +379,18 @@ def main(argv: list[str] | None = None) -> int:
         scratch = args.work / f"tmp-gpu{job.gpu}"
         scratch.mkdir(exist_ok=True)
         job.started = time.perf_counter()
+        job.result["started_at"] = dt.datetime.now(dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC")
         job.process = subprocess.Popen(job.command, stdout=open(job.log, "w"),
                                        stderr=subprocess.STDOUT, cwd=ROOT,
                                        env=dict(env, CUDA_VISIBLE_DEVICES=job.gpu,
                                                 TMPDIR=str(scratch)))
-        print(f"GPU {job.gpu}: {job.name} started", flush=True)
-    summary: dict[str, Any] = {"gpus": gpu_names(), "started": dt.datetime.now(
-        dt.timezone.utc).isoformat(timespec="seconds"), "max_wall_s": args.max_wall,
-        "stop_s": stop_s, "jobs": {}}
-    started_at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    names_by_index = {line.split(",")[0].strip(): line.split(",")[1].strip()
-                      for line in summary["gpus"] if line.count(",") >= 1}
-    for job in jobs:
+        print(f"GPU {job.gpu}: {job.name} started at {elapsed:.0f} s", flush=True)
+        return job
+
+    def finish(job: Job) -> None:
         assert job.process is not None
-        rc = job.process.wait()
+        rc = job.process.returncode
         wall = time.perf_counter() - job.started
         entry: dict[str, Any] = {"gpu": job.gpu, "kind": job.kind, "rc": rc,
                                  "wall_s": round(wall, 1), "command": job.command}
@@ -383,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
                     entry[f"complete_{label}"] = report["complete"]
         if job.kind in ("live", "profile"):
             gpu = names_by_index.get(job.gpu, f"GPU {job.gpu}")
-            entry["piece"] = piece_line(job, args.work, started_at, gpu, steps_in(folder))
+            entry["piece"] = piece_line(job, args.work, job.result["started_at"], gpu,
+                                        steps_in(folder))
         if job.kind in ("live", "profile") and (folder / "manifest.json").is_file():
             check = subprocess.run([sys.executable, "-m", "kernelband.cli", "traces", "validate",
                                     str(folder)], capture_output=True, text=True, cwd=ROOT,
@@ -397,15 +424,37 @@ def main(argv: list[str] | None = None) -> int:
         summary["jobs"][job.name] = entry
         shown = {k: v for k, v in entry.items() if k != "command"}
         print(f"GPU {job.gpu}: {job.name} rc={rc} {json.dumps(shown)}", flush=True)
+
+    while queue or any(lanes.values()):
+        for gpu, job in lanes.items():
+            if job is not None and job.process is not None and job.process.poll() is not None:
+                finish(job)
+                done.append(job)
+                lanes[gpu] = job = None
+            if job is None and queue:
+                left = args.max_wall - (time.perf_counter() - t0)
+                ready = [n for n in queue if not waiting_on(plan, n, args.work, args.runs_dir)
+                         and not any(j and j.run == n.rpartition(":")[2]
+                                     for j in lanes.values())]
+                if ready and (first_round or left >= args.min_left):
+                    queue.remove(ready[0])
+                    lanes[gpu] = start(ready[0], gpu)
+        first_round = False
+        if not any(lanes.values()):
+            break  # what is left waits for a run not complete, or for more time
+        time.sleep(1.0)
+    for name in queue:
+        summary["not_started"][name] = (waiting_on(plan, name, args.work, args.runs_dir)
+                                        or f"less than --min-left {args.min_left:g} s was left")
     with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:
         tar.add(logs, arcname="logs")
-        for job in jobs:
+        for job in done:
             for log in ("evaluations", "gpu-lock"):
                 path = args.work / job.run / f"{log}.jsonl"
                 if job.kind == "live" and path.is_file():
                     tar.add(path, arcname=f"{log}/{job.run}.jsonl")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return max((job.process.returncode for job in jobs if job.process), default=0)
+    return max((job.process.returncode for job in done if job.process), default=0)
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ def test_a_bad_plan_is_refused_in_one_sentence(tmp_path: Path, plan: dict, messa
         record_runs.load_plan(path)
 
 
-def test_the_shipped_plan_continues_the_unfinished_runs_one_per_gpu(tmp_path: Path) -> None:
+def test_the_shipped_plan_continues_the_unfinished_runs_then_profiles(tmp_path: Path) -> None:
     plan = record_runs.load_plan(ROOT / "benchmarks/plans/tritonbench-g-h200.json")
     runs = ROOT / "benchmarks/runs"
-    jobs = record_runs.default_jobs(plan, tmp_path, runs, n_gpus=4)
+    jobs = record_runs.default_jobs(plan, tmp_path, runs)
     # the exploration trace is not complete, so it is not profiled yet; pilots never run by
     # default
     expected = [r["name"] for r in plan["runs"] if not r.get("scratch")]
@@ -53,7 +53,12 @@ def test_the_shipped_plan_continues_the_unfinished_runs_one_per_gpu(tmp_path: Pa
             expected.remove(name)
     assert jobs[:len(expected)] == expected
     assert not any(job.startswith("pilot") for job in jobs)
-    assert len(record_runs.default_jobs(plan, tmp_path, runs, n_gpus=1)) == 1
+    assert jobs[-1] == f"profile:{plan['profile']['run']}"
+    # a profile waits for its run to be complete
+    explore = plan["profile"]["run"]
+    complete = record_runs.progress_of(record_runs.where(explore, tmp_path, runs), 60)["complete"]
+    assert (record_runs.waiting_on(plan, jobs[-1], tmp_path, runs) is None) == complete
+    assert record_runs.waiting_on(plan, explore, tmp_path, runs) is None
 
 
 def test_piece_figures_count_this_piece_s_evaluations_and_lock_closes(tmp_path: Path) -> None:
@@ -117,3 +122,24 @@ def test_a_piece_records_a_run_and_packs_it(tmp_path: Path) -> None:
     assert record_runs.main([str(path), "--out", str(tmp_path / "out3"), "--gpus", "0",
                              "--work", str(work), "--runs-dir", str(runs)]) == 0
     assert not (tmp_path / "out3").exists()
+
+
+def test_a_gpu_whose_run_completes_goes_on_with_the_next_job(tmp_path: Path) -> None:
+    """Two runs, one GPU: the second starts when the first is complete, in the same call."""
+    plan = {"tasks": "add", "live_args": ["--proposer", "mutate", "--seed", "0",
+                                          "--device", "cpu", "--eval-workers", "1"],
+            "runs": [{"name": name, "policy": "explore", "steps": 1, "profile": "off"}
+                     for name in ("first", "second")]}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    out = tmp_path / "out"
+    assert record_runs.main([str(path), "--out", str(out), "--gpus", "0", "--work",
+                             str(tmp_path / "work"), "--runs-dir", str(tmp_path / "runs"),
+                             "--max-wall", "240", "--min-left", "30"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["jobs"]) == ["first", "second"] and not summary["not_started"]
+    for name in ("first", "second"):
+        assert summary["jobs"][name]["complete_after"] and (out / f"{name}.tar.gz").is_file()
+    # the second ran after the first, with what was left of --max-wall as its own limit
+    second = summary["jobs"]["second"]["command"]
+    assert float(second[second.index("--max-wall") + 1]) < 240
