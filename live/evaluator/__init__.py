@@ -1,6 +1,7 @@
 """The kernel lab's evaluator: sandboxed workers that compile, check and time candidates."""
 
-from live.evaluator.evaluator import Evaluator, resolve_device
+from live.devices import resolve_device
+from live.evaluator.evaluator import Evaluator
 from live.evaluator.hashing import kernel_id
 from live.evaluator.result import EVAL_STATUSES, EvalResult
 from live.evaluator.timing import TimingConfig

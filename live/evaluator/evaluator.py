@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, fields
 from typing import Any
 
+from live.devices import resolve_device
 from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock, StepAsideSignal
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
@@ -47,17 +48,6 @@ def gpu_worker_host_limit_mb() -> int:
     exceeded`` on a 128 GiB H200 host. The limit stops a runaway worker; host-memory admission
     keeps the workers together inside the host."""
     return int(min(65536, max(32768, total_bytes() / 2**20 / 2)))
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class Evaluator:

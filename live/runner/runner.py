@@ -19,7 +19,6 @@ import datetime as dt
 import functools
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -32,8 +31,8 @@ from kbsim.policies.episode import Episode
 from kbsim.policies.spec import parse_policy
 from kbsim.trace.layout import atomic_write_bytes
 from kbsim.trace.writer import TraceWriter
+from live.devices import EVAL_WORKERS_CAP, resolve_device, usable_cores, worker_count
 from live.evaluator import Evaluator, kernel_id
-from live.evaluator.evaluator import resolve_device
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.memory_plan import session_reservation
 from live.profiler import NcuProfiler, ProfileResult
@@ -132,12 +131,10 @@ class LiveRunner:
         self.writer: TraceWriter | None = None
 
     def _eval_workers(self, config: RunConfig) -> int:
-        if config.eval_workers:
-            return config.eval_workers
-        if resolve_device(config.device) != "cuda":
-            return 1
-        cores = os.cpu_count() or 2
-        return max(1, min(config.in_flight, len(self.tasks), 8, cores // 2))
+        # one per task in flight on a GPU (at most half the cores: workers compile on them)
+        return worker_count(resolve_device(config.device), asked=config.eval_workers,
+                            parallel=min(config.in_flight, len(self.tasks)),
+                            cores=usable_cores() // 2, gpu_cap=EVAL_WORKERS_CAP)
 
     def _device_alone(self) -> contextlib.AbstractContextManager:
         """The device to ourselves (profiling): the GPU lock's exclusive side, or the serial

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from live.devices import resolve_device
 from live.evaluator.host_memory import HostRoom
 from live.evaluator.isolated import Call, default_workers, run_calls
 from live.evaluator.sandbox import killed_by_system
@@ -105,15 +106,6 @@ class CheckItem:
     #: a guess at the check's cost (bigger first): a pool that starts the slow checks first
     #: ends sooner than one that meets them last (the load's wall time is its slowest worker's)
     cost_hint: float = 0.0
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def checked_load(
