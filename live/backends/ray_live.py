@@ -71,14 +71,10 @@ def run_live_ray(
     """
     workers = actor_workers(config, actors, address)
     pool = RayEvaluatorPool(
-        config.tasks, actors=actors, workers=workers, device=config.device,
-        timeout_s=config.eval_timeout_s,
-        static_check=True, profile=config.profile != "off",
+        # each actor's GPU lock batches its timings like the local runner's (NOTE D81)
+        config.evaluator_config(workers), actors=actors, profile=config.profile != "off",
         profile_cache_dir=Path(config.out).resolve() / ".profile-cache", actor_cpus=actor_cpus,
         address=address,
-        # each actor's GPU lock batches its timings like the local runner's (NOTE D81)
-        evaluator_kwargs={"timing_patience_s": config.timing_patience_s,
-                          "step_aside": config.step_aside},
     )
     try:
         n_actors = pool.device_info["gpu_actors"]
@@ -90,8 +86,7 @@ def run_live_ray(
                         config.in_flight, n_actors, workers)
         runner = LiveRunner(
             config, proposer, budget=budget, resume=resume, show_progress=show_progress,
-            evaluator=pool,  # type: ignore[arg-type]  # same interface as Evaluator
-            profiler=pool.profiler if config.profile != "off" else None,  # type: ignore[arg-type]
+            evaluator=pool, profiler=pool.profiler if config.profile != "off" else None,
             device_lock=False,
         )
         result = runner.run()

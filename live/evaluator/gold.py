@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kbsim.trace.layout import atomic_write_bytes
+from live.evaluator.config import EvaluatorConfig
 from live.evaluator.evaluator import Evaluator
 from live.evaluator.result import EvalResult
 from live.evaluator.task_source import resolve_tasks
@@ -333,8 +334,8 @@ def check_tasks(
         wanted = set(names)
         tasks = [t for t in tasks if t.name in wanted]
     own = evaluator is None
-    ev = evaluator or Evaluator(task_spec, device=device, timeout_s=timeout_s,
-                                compile_timeout_s=timeout_s)
+    ev = evaluator or Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                                compile_timeout_s=timeout_s))
     checks: list[GoldCheck] = []
     try:
         info = ev.device_info
