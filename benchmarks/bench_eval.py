@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from live.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
-from live.evaluator.gold import check_tasks, write_reference_timings  # noqa: E402
 from live.evaluator.task_source import resolve_task, resolve_tasks  # noqa: E402
+from live.gold.suite import check_tasks, write_reference_timings  # noqa: E402
 
 OOB_ADD = '''
 import triton

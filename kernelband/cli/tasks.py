@@ -207,7 +207,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         kernelband tasks check --device cuda --out results/ref_h100.json
         kernelband tasks check --tasks tritonbench:~/TritonBench-G --device cuda --json
     """
-    from live.evaluator.gold import check_tasks, write_reference_timings
+    from live.gold.suite import check_tasks, write_reference_timings
 
     loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True,
                            timeout_s=timeout_s)

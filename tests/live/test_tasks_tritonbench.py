@@ -252,7 +252,7 @@ def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator
     assert "runs out of memory in the gold check" in oom.shape_verdicts[1].reason
     # killed by the system beside the other checks (SIGKILL not sent by kernelband), then
     # checked again alone, where it passes (D80)
-    from live.tasks.checked_load import CHECK_ENV
+    from live.gold.load import CHECK_ENV
 
     assert CHECK_ENV["KB_GPU_WORKERS"] == "2" and CHECK_ENV["KB_FIRST_CONFIG"] == "1"
     assert tasks["host_hog"].shape_verdicts == {}
