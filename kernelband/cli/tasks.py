@@ -240,7 +240,9 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
 
     from live.evaluator import Evaluator, EvaluatorConfig
 
-    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s, compile_timeout_s=timeout_s, gpu_memory_gib=gpu_memory_gib)) as ev:
+    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                   compile_timeout_s=timeout_s,
+                                   gpu_memory_gib=gpu_memory_gib)) as ev:
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
                                    on_result=show, evaluator=ev, tasks=loaded.tasks)
         for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
@@ -290,7 +292,8 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
 
     code = Path(file).read_text()
     baseline_code = resolve_task(task_spec, task_name).k0 if baseline == "k0" else None
-    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s, compile_timeout_s=timeout_s)) as ev:
+    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                   compile_timeout_s=timeout_s)) as ev:
         result = ev.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
     record = result.to_dict()
     if profile and result.correct:
