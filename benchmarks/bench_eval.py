@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from live.evaluator import Evaluator  # noqa: E402
-from live.evaluator.gold import check_tasks, write_reference_timings  # noqa: E402
+from live.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
 from live.evaluator.task_source import resolve_task, resolve_tasks  # noqa: E402
+from live.gold.suite import check_tasks, write_reference_timings  # noqa: E402
 
 OOB_ADD = '''
 import triton
@@ -243,7 +243,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out)
     sections = set(args.sections.split(","))
-    ev = Evaluator(args.tasks, device=args.device, timeout_s=300, compile_timeout_s=300)
+    ev = Evaluator(EvaluatorConfig(args.tasks, device=args.device, timeout_s=300,
+                                   compile_timeout_s=300))
     device = ev.device
     report.put("environment", environment(device))
     tasks = resolve_tasks(args.tasks)

@@ -98,6 +98,7 @@ def phase_summary(results: list) -> dict[str, dict[str, float]]:
 def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> dict:
     from kbsim.trace.reader import load_trace
     from live.backends.ray_pool import RayEvaluatorPool
+    from live.evaluator import EvaluatorConfig
     from live.proposers import make_proposer
     from live.runner import RunConfig
     from live.runner.runner import LiveRunner
@@ -105,9 +106,9 @@ def run_one(n_actors: int, args: argparse.Namespace, work: Path, label: str) -> 
     cache = work / f"triton-cache-{label}"
     cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    pool = RayEvaluatorPool(args.tasks, actors=n_actors, workers=args.workers,
-                            device=args.device,
-                            timeout_s=args.eval_timeout, profile=False,
+    pool = RayEvaluatorPool(EvaluatorConfig(args.tasks, device=args.device, workers=args.workers,
+                                            timeout_s=args.eval_timeout, static_check=True),
+                            actors=n_actors, profile=False,
                             runtime_env={"env_vars": {"TRITON_CACHE_DIR": str(cache),
                                                       "PYTHONPATH": PYTHONPATH}})
     warm_s = time.perf_counter() - started

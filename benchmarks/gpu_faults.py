@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from live.evaluator import Evaluator  # noqa: E402
+from live.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
 from live.evaluator.static_check import static_check  # noqa: E402
 from tests.live.fixtures.candidates.tiny_tasks import SPEC  # noqa: E402
 
@@ -54,7 +54,8 @@ def run(names: list[str], timeout_s: float, out_dir: Path, device: str = "cuda")
     rows = []
     canary = out_dir / "canary.txt"
     canary.write_text("must survive")
-    with Evaluator(SPEC, device=device, timeout_s=timeout_s, compile_timeout_s=120) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device=device, timeout_s=timeout_s,
+                                   compile_timeout_s=120)) as ev:
         baseline = ev.evaluate("vadd", GOOD, seed=0)
         print(f"device: {baseline.device_name}; good vadd: {baseline.status}, "
               f"{baseline.ms} ms", file=sys.stderr)

@@ -32,7 +32,7 @@ def main() -> int:
     faulthandler.dump_traceback_later(args.dump, repeat=True)
     import torch
 
-    from live.evaluator.gold import install_quick_autotune
+    from live.evaluator.autotune import install_quick_autotune
     from live.tasks.tritonbench import operator as tb
 
     install_quick_autotune()

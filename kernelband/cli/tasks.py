@@ -207,7 +207,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         kernelband tasks check --device cuda --out results/ref_h100.json
         kernelband tasks check --tasks tritonbench:~/TritonBench-G --device cuda --json
     """
-    from live.evaluator.gold import check_tasks, write_reference_timings
+    from live.gold.suite import check_tasks, write_reference_timings
 
     loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True,
                            timeout_s=timeout_s)
@@ -238,10 +238,11 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         if r.error:
             click.echo(f"    {r.error}")
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
 
-    with Evaluator(task_spec, device=device, timeout_s=timeout_s, compile_timeout_s=timeout_s,
-                   gpu_memory_gib=gpu_memory_gib) as ev:
+    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                   compile_timeout_s=timeout_s,
+                                   gpu_memory_gib=gpu_memory_gib)) as ev:
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
                                    on_result=show, evaluator=ev, tasks=loaded.tasks)
         for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
@@ -286,13 +287,13 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
         kernelband eval my_softmax.py --task softmax
         kernelband eval cand.py --task add --device cpu --baseline k0
     """
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from live.evaluator.task_source import resolve_task
 
     code = Path(file).read_text()
     baseline_code = resolve_task(task_spec, task_name).k0 if baseline == "k0" else None
-    with Evaluator(task_spec, device=device, timeout_s=timeout_s,
-                   compile_timeout_s=timeout_s) as ev:
+    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                   compile_timeout_s=timeout_s)) as ev:
         result = ev.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
     record = result.to_dict()
     if profile and result.correct:

@@ -17,6 +17,7 @@ from pathlib import Path
 import ray
 
 from live.backends.ray_pool import RayEvaluatorPool
+from live.devices import EVAL_WORKERS_CAP, worker_count
 from live.proposers.base import Proposer
 from live.proposers.budget import Budget
 from live.runner.config import RunConfig
@@ -33,20 +34,22 @@ def actor_workers(config: RunConfig, actors: int | None, address: str | None = N
     more would leave actors unscheduled). `cluster`: Ray's cluster resources (default: asked
     for, starting or joining Ray at `address`).
     """
-    if config.eval_workers:
-        return config.eval_workers
-    if config.device == "cpu":
-        return 1
-    if cluster is None:
-        if not ray.is_initialized():
-            ray.init(address=address)
-        cluster = ray.cluster_resources()
-    if actors is None:
-        actors = int(cluster.get("GPU", 0))
+    device, parallel, cores = config.device, 1, 1
+    if not config.eval_workers and device != "cpu":
+        if cluster is None:
+            if not ray.is_initialized():
+                ray.init(address=address)
+            cluster = ray.cluster_resources()
+        if actors is None:
+            actors = int(cluster.get("GPU", 0))
         if actors < 1:
-            return 1  # device auto on a cluster without GPUs: the pool runs one CPU actor
-    per_actor_cpus = int(cluster.get("CPU", 0) // actors) or 1
-    return max(1, min(8, -(-config.in_flight // actors), per_actor_cpus))
+            device = "cpu"  # device auto on a cluster without GPUs: the pool runs one CPU actor
+        else:
+            device = "cuda"
+            parallel = -(-config.in_flight // actors)
+            cores = int(cluster.get("CPU", 0) // actors) or 1
+    return worker_count(device, asked=config.eval_workers, parallel=parallel, cores=cores,
+                        gpu_cap=EVAL_WORKERS_CAP)
 
 
 def run_live_ray(
@@ -68,14 +71,10 @@ def run_live_ray(
     """
     workers = actor_workers(config, actors, address)
     pool = RayEvaluatorPool(
-        config.tasks, actors=actors, workers=workers, device=config.device,
-        timeout_s=config.eval_timeout_s,
-        static_check=True, profile=config.profile != "off",
+        # each actor's GPU lock batches its timings like the local runner's (NOTE D81)
+        config.evaluator_config(workers), actors=actors, profile=config.profile != "off",
         profile_cache_dir=Path(config.out).resolve() / ".profile-cache", actor_cpus=actor_cpus,
         address=address,
-        # each actor's GPU lock batches its timings like the local runner's (NOTE D81)
-        evaluator_kwargs={"timing_patience_s": config.timing_patience_s,
-                          "step_aside": config.step_aside},
     )
     try:
         n_actors = pool.device_info["gpu_actors"]
@@ -87,8 +86,7 @@ def run_live_ray(
                         config.in_flight, n_actors, workers)
         runner = LiveRunner(
             config, proposer, budget=budget, resume=resume, show_progress=show_progress,
-            evaluator=pool,  # type: ignore[arg-type]  # same interface as Evaluator
-            profiler=pool.profiler if config.profile != "off" else None,  # type: ignore[arg-type]
+            evaluator=pool, profiler=pool.profiler if config.profile != "off" else None,
             device_lock=False,
         )
         result = runner.run()

@@ -29,13 +29,13 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import ray
 
-from live.evaluator import EvalResult, Evaluator, kernel_id
+from live.evaluator import EvalResult, Evaluator, EvaluatorConfig, kernel_id
 from live.evaluator.affinity import AffinityQueue
 from live.evaluator.gpu_lock import GpuLock
 from live.evaluator.result import failure
@@ -49,19 +49,18 @@ class EvaluatorActor:
     """Body of one GPU actor: a warm evaluator (`workers` processes sharing the GPU through a
     `GpuLock` when more than one) and a profiler for its device."""
 
-    def __init__(self, task_spec: str, device: str, evaluator_kwargs: dict[str, Any],
-                 profile: bool, profile_cache_dir: str | None, workers: int = 1) -> None:
+    def __init__(self, config: EvaluatorConfig, profile: bool,
+                 profile_cache_dir: str | None) -> None:
         # several workers: the local runner's arrangement (compile side by side, time alone)
-        self.gpu_lock = GpuLock() if workers > 1 else None
-        self.evaluator = Evaluator(task_spec, device=device, workers=workers,
-                                   gpu_lock=self.gpu_lock, **evaluator_kwargs)
+        self.gpu_lock = GpuLock() if config.workers > 1 else None
+        self.evaluator = Evaluator(config, gpu_lock=self.gpu_lock)
         self.profiler: NcuProfiler | None = None
         if profile:
-            cache_dir = _usable_dir(profile_cache_dir)
-            self.profiler = NcuProfiler(task_spec, cache_dir=cache_dir,
-                                        device=self.evaluator.device)
-            if self.gpu_lock is not None:  # the device alone only while ncu measures
-                self.profiler.device_gate = self.gpu_lock.exclusive
+            self.profiler = NcuProfiler(
+                config.task_spec, cache_dir=_usable_dir(profile_cache_dir),
+                device=self.evaluator.device,
+                # the device alone only while ncu measures
+                device_gate=self.gpu_lock.exclusive if self.gpu_lock is not None else None)
 
     def info(self) -> dict[str, Any]:
         """Where the actor runs and what its warm worker reported (waits for the worker)."""
@@ -164,14 +163,12 @@ class RayEvaluatorPool:
     """Evaluate (and profile) candidates on one Ray actor per GPU; see the module docstring.
 
     Args:
-        task_spec: as for `Evaluator` (``builtin``, ``softmax,layernorm``, ``tritonbench:PATH``).
+        config: each actor's `Evaluator` (its tasks, limits, and ``workers``: evaluator worker
+            processes per actor, concurrent calls on one GPU compiling side by side and timing
+            alone, each reserving ``actor_cpus`` CPUs). Its ``device``: ``auto`` (``cuda`` if
+            the cluster has GPUs) | ``cuda`` | ``cpu``; on CPU the actors reserve no GPU and
+            run Triton's interpreter: the same code path, for tests.
         actors: number of actors (default: every GPU of the cluster; 1 on CPU).
-        workers: evaluator worker processes per actor (concurrent calls on one GPU, compiling
-            side by side and timing alone); each reserves ``actor_cpus`` CPUs.
-        device: ``auto`` (``cuda`` if the cluster has GPUs) | ``cuda`` | ``cpu``. On CPU the
-            actors reserve no GPU and run Triton's interpreter: the same code path, for tests.
-        timeout_s, compile_timeout_s, startup_timeout_s, static_check, ...: passed to each
-            actor's `Evaluator` (``evaluator_kwargs``).
         profile: give each actor an `NcuProfiler` (``profile_cache_dir`` where nodes can write).
         max_attempts: actors a single call may lose before it is given up.
         ready_timeout_s: limit for an actor to start (import torch, warm its worker), and for a
@@ -183,16 +180,9 @@ class RayEvaluatorPool:
 
     def __init__(
         self,
-        task_spec: str,
+        config: EvaluatorConfig,
         *,
         actors: int | None = None,
-        workers: int = 1,
-        device: str = "auto",
-        timeout_s: float = 120.0,
-        compile_timeout_s: float = 120.0,
-        startup_timeout_s: float = 300.0,
-        static_check: bool = True,
-        evaluator_kwargs: dict[str, Any] | None = None,
         profile: bool = True,
         profile_cache_dir: str | Path | None = None,
         max_attempts: int = 3,
@@ -201,15 +191,12 @@ class RayEvaluatorPool:
         runtime_env: dict[str, Any] | None = None,
         address: str | None = None,
     ) -> None:
-        if device not in ("auto", "cuda", "cpu"):
-            raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
         if not ray.is_initialized():
             ray.init(address=address)
         cluster_gpus = int(ray.cluster_resources().get("GPU", 0))
+        device = config.device
         if device == "auto":
             device = "cuda" if cluster_gpus > 0 else "cpu"
         self.device = device
@@ -221,23 +208,20 @@ class RayEvaluatorPool:
             log.warning("%d GPU actors asked for but the cluster has %d GPUs now: the others "
                         "start when GPUs join", n_actors, cluster_gpus)
         # TritonBench paths made absolute here: the actors' working directory is not ours
-        task_spec = canonical_spec(task_spec)
-        self.task_spec = task_spec
+        config = replace(config, task_spec=canonical_spec(config.task_spec), device=device)
+        self.config = config
+        self.task_spec = config.task_spec
         self.max_attempts = max_attempts
-        self.workers = workers
+        self.workers = config.workers
         self.ready_timeout_s = ready_timeout_s
         # a call's limit: the evaluator's own limits (a recycled worker restarts first) + margin
-        self.call_timeout_s = startup_timeout_s + compile_timeout_s + timeout_s + 120.0
+        self.call_timeout_s = (config.startup_timeout_s + config.compile_timeout_s
+                               + config.timeout_s + 120.0)
         self._actor_args = (
-            task_spec, device,
-            {"timeout_s": timeout_s, "compile_timeout_s": compile_timeout_s,
-             "startup_timeout_s": startup_timeout_s, "static_check": static_check,
-             **(evaluator_kwargs or {})},
-            profile, str(profile_cache_dir) if profile_cache_dir is not None else None, workers,
-        )
+            config, profile, str(profile_cache_dir) if profile_cache_dir is not None else None)
         self._actor_class = ray.remote(EvaluatorActor).options(
-            num_gpus=1 if device == "cuda" else 0, num_cpus=actor_cpus * workers,
-            max_restarts=0, max_concurrency=workers,
+            num_gpus=1 if device == "cuda" else 0, num_cpus=actor_cpus * self.workers,
+            max_restarts=0, max_concurrency=self.workers,
             **({"runtime_env": runtime_env} if runtime_env else {}),
         )
         self.stats = PoolStats()
@@ -419,6 +403,20 @@ class RayEvaluatorPool:
         """The current actor handles, one per GPU slot."""
         with self._lock:
             return [slot.handle for slot in self._slots]
+
+    @property
+    def memory_plan_info(self) -> None:
+        """None: each actor plans its own GPU's memory; the manifest records no plan."""
+        return None
+
+    @property
+    def session_memory(self) -> None:
+        """None: profiling sessions run on the actors, beside their own evaluators."""
+        return None
+
+    def shape_notes(self, task_name: str) -> list[str]:
+        """No notes: the actors hold their tasks' shape verdicts and memory plans."""
+        return []
 
     @property
     def gpu_lock_info(self) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    with Evaluator("builtin", device="auto", workers=1) as ev:
+    with Evaluator(EvaluatorConfig("builtin", device="auto", workers=1)) as ev:
         result = ev.evaluate("softmax", code, seed=0)
 
 Each candidate runs in a worker process (torch and triton already imported). Compile and run
@@ -13,23 +13,33 @@ at once in the background, and the evaluator keeps serving.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, fields
 from typing import Any
 
+from live.devices import resolve_device
 from live.evaluator.affinity import AffinityQueue
-from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock, StepAsideSignal
+from live.evaluator.config import EvaluatorConfig
+from live.evaluator.gpu_lock import GpuLock, StepAsideSignal
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
 from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
-from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
+from live.evaluator.memory_plan import (
+    MemoryPlan,
+    MemoryPool,
+    plan_memory,
+    resolve_cap,
+    session_reservation,
+)
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess, killed_by_system
 from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec, task_language
-from live.evaluator.timing import TimingConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,46 +59,15 @@ def gpu_worker_host_limit_mb() -> int:
     return int(min(65536, max(32768, total_bytes() / 2**20 / 2)))
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` if torch sees a GPU, else ``cpu``."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 class Evaluator:
-    """Evaluate candidates of the tasks in `task_spec` in sandboxed worker processes.
+    """Evaluate candidates of the tasks in `config.task_spec` in sandboxed worker processes.
 
     Args:
-        task_spec: ``builtin``, ``softmax,layernorm``, ``tritonbench:PATH`` or ``module:PKG.MOD``.
-        device: ``auto`` | ``cuda`` | ``cpu`` (CPU runs Triton's interpreter on ``cpu_shapes``).
-        workers: warm worker processes (concurrent ``evaluate`` calls from threads share them).
-        timeout_s: limit for checking and timing once the kernel compiled.
-        compile_timeout_s: limit for loading the module and the first call (JIT compile).
-        memory_limit_mb: host memory per worker (RLIMIT_AS on CPU, RSS watch + CUDA cap on GPU);
-            None: 16 GiB on a CPU, `gpu_worker_host_limit_mb()` on a GPU.
-        n_seeds: random input sets per check shape.
-        timing: repetition policy; defaults in `TimingConfig`.
-        startup_timeout_s: limit for a worker to import torch and triton.
-        static_check: refuse suspicious source before it runs (status ``rejected``; see
-            `live.evaluator.static_check`); off by default so the kernel lab judges anything,
-            on in the live runner, whose candidates are untrusted LLM output.
+        config: the settings (`EvaluatorConfig`: tasks, device, workers, limits, timing).
         gpu_lock: share the device between concurrent ``evaluate`` calls (several workers):
             loading, compiling and checking hold it shared, timing holds it exclusive (the worker
             waits for its turn before timing), so timings are never taken while anything else
             runs on the device. Without it, callers serialize evaluations themselves.
-        timing_patience_s: with `gpu_lock`, the longest a timing request lets new checks start
-            before the lock closes and drains for it (NOTE D81: timings are batched at quiet
-            points instead of one drain each; 0: drain at once, pure writer preference). The
-            evaluator sets this patience on the lock it is given.
-        timing_batch: with `gpu_lock`, pending timings that close the lock at once; None:
-            half the workers, at least 2 (`live.evaluator.gpu_lock.timing_batch`).
-        gpu_memory_gib: cap on the GPU memory the evaluator plans for (emulate a smaller card);
-            None: the whole card.
         memory_plan: the plan to follow (`live.evaluator.memory_plan`); None on a GPU makes one
             from the tasks and the cap (workers may then be fewer than asked), ``False`` none.
             With a plan, each check reserves its task's bytes from the plan's pool, workers cap
@@ -106,39 +85,27 @@ class Evaluator:
 
     def __init__(
         self,
-        task_spec: str,
+        config: EvaluatorConfig,
         *,
-        device: str = "auto",
-        workers: int = 1,
-        timeout_s: float = 120.0,
-        compile_timeout_s: float = 120.0,
-        memory_limit_mb: int | None = None,
-        n_seeds: int = 3,
-        timing: TimingConfig | None = None,
-        startup_timeout_s: float = 300.0,
-        static_check: bool = False,
         gpu_lock: GpuLock | None = None,
-        timing_patience_s: float = TIMING_PATIENCE_S,
-        timing_batch: int | None = None,
-        step_aside: bool = True,
-        gpu_memory_gib: float | None = None,
         memory_plan: MemoryPlan | None | bool = None,
         host_room: HostRoom | None | bool = None,
     ):
-        if workers < 1:
-            raise ValueError("workers must be >= 1")
-        self.task_spec = canonical_spec(task_spec)
-        self.device = resolve_device(device)
-        self.timeout_s = float(timeout_s)
-        self.compile_timeout_s = float(compile_timeout_s)
+        self.config = config
+        self.task_spec = canonical_spec(config.task_spec)
+        self.device = resolve_device(config.device)
+        self.timeout_s = float(config.timeout_s)
+        self.compile_timeout_s = float(config.compile_timeout_s)
+        memory_limit_mb = config.memory_limit_mb
         if memory_limit_mb is None:
             memory_limit_mb = 16384 if self.device == "cpu" else gpu_worker_host_limit_mb()
         self.memory_limit_mb = memory_limit_mb
-        self.n_seeds = n_seeds
-        self.timing = timing or TimingConfig()
-        self.startup_timeout_s = startup_timeout_s
-        self.static_check = static_check
+        self.n_seeds = config.n_seeds
+        self.timing = config.timing
+        self.startup_timeout_s = config.startup_timeout_s
+        self.static_check = config.static_check
         self.gpu_lock = gpu_lock
+        workers = config.workers
         # the load-time gold check's per-shape verdicts (D73): dropped shapes are left out,
         # unchecked ones timed but not compared; a worker rebuilds a task without them
         self._verdicts: dict[str, tuple[list[int], list[int], list[str]]] = {}
@@ -150,7 +117,7 @@ class Evaluator:
                                        t.shape_notes())
                               for t in tasks if t.shape_verdicts}
             if self.device == "cuda":
-                cap, source = resolve_cap(gpu_memory_gib)
+                cap, source = resolve_cap(config.gpu_memory_gib)
                 memory_plan = plan_memory(tasks, cap, workers, source)
         self.memory_plan: MemoryPlan | None = memory_plan or None
         self.memory_pool: MemoryPool | None = None
@@ -161,10 +128,11 @@ class Evaluator:
         if self.gpu_lock is not None:
             # NOTE (D81): the batch follows the workers actually started (the plan may cut them)
             self.gpu_lock.set_patience(
-                batch=timing_batch if timing_batch is not None else _timing_batch(workers),
-                patience_s=timing_patience_s)
+                batch=(config.timing_batch if config.timing_batch is not None
+                       else _timing_batch(workers)),
+                patience_s=config.timing_patience_s)
         self._signal: StepAsideSignal | None = None
-        if self.gpu_lock is not None and step_aside:
+        if self.gpu_lock is not None and config.step_aside:
             self._signal = StepAsideSignal()
             self.gpu_lock.attach_signal(self._signal)
         # NOTE (D84): on a GPU host no evaluation starts while the host's memory is short
@@ -213,6 +181,14 @@ class Evaluator:
         if self.memory_plan is not None:
             notes += self.memory_plan.notes().get(task_name, [])
         return notes
+
+    @property
+    def session_memory(self) -> Callable[[list[str]], AbstractContextManager] | None:
+        """What a profiling session reserves of this evaluator's memory pool while it runs
+        beside the checks in flight (`session_reservation`); None without a plan."""
+        if self.memory_pool is None or self.memory_plan is None:
+            return None
+        return functools.partial(session_reservation, self.memory_pool, self.memory_plan)
 
     @property
     def memory_plan_info(self) -> dict[str, Any] | None:

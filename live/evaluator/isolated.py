@@ -12,7 +12,6 @@ replaced while the other workers go on.
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 import time
 import traceback
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from live.devices import usable_cores, worker_count
 from live.evaluator.host_memory import HostRoom, KillOrder
 from live.evaluator.sandbox import WorkerProcess
 
@@ -74,9 +74,8 @@ def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str,
 
 def default_workers(device: str, n_calls: int) -> int:
     """One worker per CPU core (compiling is CPU work) up to 16 on a GPU, 4 on a CPU."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cap = 16 if device == "cuda" else 4
-    return max(1, min(cap, cores or 1, n_calls))
+    return worker_count(device, asked=None, parallel=n_calls, cores=usable_cores(),
+                        gpu_cap=16, cpu_cap=4)
 
 
 def run_calls(

@@ -379,7 +379,7 @@ class CandidateRunner:
         if not plan and getattr(task, "source_check", None) is None:
             raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
         # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to
-        # measure each shape's peak device memory (live.evaluator.gold, NOTE D73)
+        # measure each shape's peak device memory (live.gold.judge, NOTE D73)
         keep_going = bool(request.get("check_only") and request.get("keep_going"))
         peaks: dict[int, int] | None = {} if request.get("measure_peaks") and dev == "cuda" \
             else None

@@ -98,7 +98,7 @@ def main() -> None:
     info = _device_info(device)
     info["triton"] = triton.__version__
     if os.environ.get("KB_QUICK_AUTOTUNE") == "1":  # NOTE (D79), set by the evaluator
-        from live.evaluator.gold import install_quick_autotune
+        from live.evaluator.autotune import install_quick_autotune
 
         info["quick_autotune"] = install_quick_autotune()
     if share_bytes is not None:

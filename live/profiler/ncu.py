@@ -115,7 +115,9 @@ class NcuProfiler:
 
     def __init__(self, task_spec: str, *, cache_dir: str | Path | None = None,
                  timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
-                 device: str = "cuda", quiet: bool = False):
+                 device: str = "cuda", quiet: bool = False,
+                 device_gate: Callable[[], AbstractContextManager] | None = None,
+                 session_memory: Callable[[list[str]], AbstractContextManager] | None = None):
         self.task_spec = canonical_spec(task_spec)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout_s = timeout_s
@@ -129,12 +131,12 @@ class NcuProfiler:
         self._running: subprocess.Popen | None = None
         #: the device to ourselves for the measured part of each session (``device_gate()`` is
         #: a context manager, e.g. the GPU lock's exclusive side); None: the caller holds it
-        self.device_gate: Callable[[], AbstractContextManager] | None = None
+        self.device_gate = device_gate
         #: seconds the device was held through ``device_gate``, over every session so far
         self.held_s = 0.0
         #: ``session_memory(task_names)``: a context manager held for each session's whole
         #: life (the live runner's memory-pool reservation for the target program); None: none
-        self.session_memory: Callable[[list[str]], AbstractContextManager] | None = None
+        self.session_memory = session_memory
         self._cancelled = False
         self._metrics: list[str] | None = None
         self.last_raw_csv: str | None = None

@@ -24,9 +24,10 @@ sooner after the last batch than the time it held the device alone times
 ``(1 - max_share) / max_share``: profiling holds the device alone for at most ``max_share`` of
 the time (default a quarter). A batch is one Nsight Compute session whatever its tasks
 (``NcuProfiler.profile_items``: the target program builds one task's inputs at a time). A
-profiler with a ``device_gate`` (`NcuProfiler`) is given ``device_alone`` and holds the device
-only while it measures, one turn per task of the batch (`live.profiler.gate`): the session's
-start-up and compiling overlap evaluations. Other profilers hold it for the whole session.
+profiler made with a ``device_gate`` (`NcuProfiler`; the live runner's wiring gives it the
+device ``device_alone`` holds) holds the device only while it measures, one turn per task of
+the batch (`live.profiler.gate`): the session's start-up and compiling overlap evaluations.
+Other profilers hold it for the whole session.
 """
 
 from __future__ import annotations
@@ -109,10 +110,9 @@ class SignatureProvider:
         self.peaks = peaks or (lookup_gpu(gpu_name) if gpu_name else None)
         self.profiler = profiler
         self.device_alone = device_alone or nullcontext
-        #: the profiler takes the device itself, only while it measures (NcuProfiler)
-        self._gated = profiler is not None and hasattr(profiler, "device_gate")
-        if self._gated:
-            profiler.device_gate = self.device_alone
+        #: the profiler takes the device itself, only while it measures (an NcuProfiler made
+        #: with a ``device_gate``, the same device as `device_alone`)
+        self._gated = getattr(profiler, "device_gate", None) is not None
         self.on_profiled = on_profiled
         self.on_reveal = on_reveal
         self._shown: set[tuple[str, str]] = set()
@@ -198,6 +198,13 @@ class SignatureProvider:
         if self.mode == "roofline":
             return [(self.roofline(task_name, k.kernel_id), None) for k in kernels]
         return [self._reveal_reps(task_name, step, k) for k in kernels]
+
+    def profile_now(self, task_name: str, code: str) -> Any:
+        """One kernel's profile at once (``--profile all``): the device alone while the
+        profiler measures (a gated profiler) or throughout."""
+        assert self.profiler is not None
+        with nullcontext() if self._gated else self.device_alone():
+            return self.profiler.profile(task_name, code)
 
     def pending(self) -> int:
         """Representatives asked for and not profiled yet (queued)."""

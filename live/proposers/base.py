@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from live.tasks.base import Task
 
@@ -46,11 +46,19 @@ class Proposal:
 PROPOSAL_STATUSES: tuple[str, ...] = ("ok", "llm_error", "no_code", "not_applicable")
 
 
+@runtime_checkable
 class Proposer(Protocol):
     """Anything that proposes a child kernel. ``sample_index`` distinguishes repeated requests
-    with identical inputs (it keys cassettes and seeds the mutate proposer)."""
+    with identical inputs (it keys cassettes and seeds the mutate proposer). Satisfied by
+    `live.proposers.mutate.MutateProposer` and `live.proposers.openai_proposer.LLMProposer`
+    (the ``openai`` and ``cassette`` proposers)."""
 
     name: str
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for the trace manifest: ``kind`` (the name) and the settings that make
+        its proposals what they are; no secrets."""
+        ...
 
     def propose(
         self, task: Task, parent: ParentInfo, strategy: str, *, seed: int, sample_index: int

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from live.evaluator.config import EvaluatorConfig
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S
 
 PROFILE_MODES = ("reps", "all", "roofline", "off")
@@ -97,6 +98,15 @@ class RunConfig:
     @property
     def resolved_run_id(self) -> str:
         return self.run_id or f"{self.policy.split(':', 1)[0]}-s{self.seed}"
+
+    def evaluator_config(self, workers: int) -> EvaluatorConfig:
+        """The evaluator's section of this run, with `workers` warm workers (per GPU): the
+        run's tasks, device and limits, and the static check on (candidates are untrusted LLM
+        output)."""
+        return EvaluatorConfig(
+            self.tasks, device=self.device, workers=workers, timeout_s=self.eval_timeout_s,
+            static_check=True, timing_patience_s=self.timing_patience_s,
+            step_aside=self.step_aside, gpu_memory_gib=self.gpu_memory_gib)
 
     def public_dict(self) -> dict[str, Any]:
         """The config as plain data (for manifests and logs); holds no secrets by design: the

@@ -14,15 +14,11 @@ the tasks and owns the run-wide parts (evaluator, profiler, trace writer, budget
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import functools
 import json
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +28,9 @@ from kbsim.policies.episode import Episode
 from kbsim.policies.spec import parse_policy
 from kbsim.trace.layout import atomic_write_bytes
 from kbsim.trace.writer import TraceWriter
-from live.evaluator import Evaluator, kernel_id
-from live.evaluator.evaluator import resolve_device
-from live.evaluator.gpu_lock import GpuLock
-from live.evaluator.memory_plan import session_reservation
-from live.profiler import NcuProfiler, ProfileResult
+from live.evaluator import CandidateEvaluator, kernel_id
+from live.profiler import ProfileResult
+from live.profiler.interface import KernelProfiler
 from live.profiler.provider import SignatureProvider, SignatureTiming
 from live.proposers.base import Proposer
 from live.proposers.budget import Budget
@@ -45,6 +39,7 @@ from live.runner.kernels import KernelInfo, features
 from live.runner.progress import Progress, TaskStatus
 from live.runner.records import kernel_row
 from live.runner.resume import RecordedRun, load_recorded
+from live.runner.wiring import wire
 from live.runner.world import Evaluation, TaskWorld
 from live.tasks.base import Task
 from live.tasks.registry import resolve_tasks
@@ -85,8 +80,8 @@ class LiveRunner:
 
     def __init__(self, config: RunConfig, proposer: Proposer, *, budget: Budget | None = None,
                  resume: bool = False, show_progress: bool = True,
-                 evaluator: Evaluator | None = None,
-                 profiler: NcuProfiler | None = None,
+                 evaluator: CandidateEvaluator | None = None,
+                 profiler: KernelProfiler | None = None,
                  device_lock: bool | None = None) -> None:
         self.config = config
         self.spec = parse_policy(config.policy)
@@ -95,35 +90,12 @@ class LiveRunner:
         self.resume = resume
         self.run_id = config.resolved_run_id
         self.tasks: list[Task] = resolve_tasks(config.tasks)
-        # GPU: a readers-writer lock: candidates compile and check side by side, timing and
-        # profiling take the device alone (live.evaluator.gpu_lock). CPU (interpreter): no
-        # timing worth guarding, one worker. device_lock=False: the evaluator serializes per
-        # device itself (live.backends.ray_pool: one call at a time per GPU).
-        if device_lock is None:
-            device_lock = resolve_device(config.device) == "cuda"
-        self.gpu_lock = GpuLock() if device_lock and evaluator is None else None
-        self._own_evaluator = evaluator is None
-        self.evaluator = evaluator or Evaluator(
-            config.tasks, device=config.device, workers=self._eval_workers(config),
-            timeout_s=config.eval_timeout_s, static_check=True, gpu_lock=self.gpu_lock,
-            timing_patience_s=config.timing_patience_s, gpu_memory_gib=config.gpu_memory_gib,
-            step_aside=config.step_aside,
-        )
-        # an evaluator from outside without our lock: serialize whole evaluations ourselves
-        self._serial_lock: contextlib.AbstractContextManager = (
-            threading.Lock() if device_lock and self.gpu_lock is None
-            else contextlib.nullcontext()
-        )
-        out = Path(config.out)
-        self.profiler = profiler
-        if self.profiler is None and config.profile in ("reps", "all"):
-            self.profiler = NcuProfiler(config.tasks, cache_dir=out / ".profile-cache",
-                                        device=self.evaluator.device, quiet=True)
-        pool = getattr(self.evaluator, "memory_pool", None)
-        plan = getattr(self.evaluator, "memory_plan", None)
-        if hasattr(self.profiler, "session_memory") and pool is not None and plan is not None:
-            # a session's program overlaps the checks in flight: it reserves from their pool
-            self.profiler.session_memory = functools.partial(session_reservation, pool, plan)
+        # the evaluator, profiler and device locks, wired once (live.runner.wiring)
+        self.parts = wire(config, len(self.tasks), evaluator=evaluator, profiler=profiler,
+                          device_lock=device_lock)
+        self.evaluator = self.parts.evaluator
+        self.profiler = self.parts.profiler
+        self.gpu_lock = self.parts.gpu_lock
         self.signatures: SignatureProvider | None = None  # made once the device is known
         self._writer_lock = threading.Lock()
         self._deadline = (time.monotonic() + config.max_wall_s) if config.max_wall_s else None
@@ -131,25 +103,12 @@ class LiveRunner:
                                  enabled=show_progress)
         self.writer: TraceWriter | None = None
 
-    def _eval_workers(self, config: RunConfig) -> int:
-        if config.eval_workers:
-            return config.eval_workers
-        if resolve_device(config.device) != "cuda":
-            return 1
-        cores = os.cpu_count() or 2
-        return max(1, min(config.in_flight, len(self.tasks), 8, cores // 2))
-
-    def _device_alone(self) -> contextlib.AbstractContextManager:
-        """The device to ourselves (profiling): the GPU lock's exclusive side, or the serial
-        lock."""
-        return self.gpu_lock.exclusive() if self.gpu_lock is not None else self._serial_lock
-
     def _signature_provider(self, info: dict[str, Any]) -> SignatureProvider:
         """What the policy sees of signatures, and when (live.profiler.provider)."""
         return SignatureProvider(
             self.config.profile, {t.name: t for t in self.tasks},
             gpu_name=info.get("device_name"), profiler=self.profiler,
-            device_alone=self._device_alone, on_profiled=self._on_profiled,
+            device_alone=self.parts.device_alone, on_profiled=self._on_profiled,
             timing=SignatureTiming(lag_steps=self.config.profile_lag),
             on_reveal=self._on_reveal,
         )
@@ -190,8 +149,6 @@ class LiveRunner:
         info = self.evaluator.device_info
         if self.signatures is None:
             self.signatures = self._signature_provider(info)
-        describe: Callable[[], dict[str, Any]] | None = getattr(self.proposer, "describe", None)
-        proposer = describe() if describe else {"kind": getattr(self.proposer, "name", "?")}
         return {
             "hardware": {
                 "gpu_name": info.get("device_name"),
@@ -200,7 +157,7 @@ class LiveRunner:
                 else "cpu-interpreter",
                 **{k: v for k, v in info.items() if k != "device_name"},
             },
-            "proposer": proposer,
+            "proposer": self.proposer.describe(),
             "policy": {"name": self.spec.name, "params": dict(self.spec.params),
                        "spec": str(self.spec)},
             "tasks": [t.name for t in self.tasks],
@@ -209,9 +166,9 @@ class LiveRunner:
             "not_applicable_rule": "unavailable",
             "config": self.config.public_dict(),
             "signatures": self.signatures.describe(),
-            "memory_plan": getattr(self.evaluator, "memory_plan_info", None),
+            "memory_plan": self.evaluator.memory_plan_info,
             # NOTE (D81): when timings closed the GPU lock to new checks (None: no lock)
-            "gpu_lock": getattr(self.evaluator, "gpu_lock_info", None),
+            "gpu_lock": self.evaluator.gpu_lock_info,
         }
 
     # -- the run ---------------------------------------------------------------------------
@@ -242,7 +199,7 @@ class LiveRunner:
             if self.signatures is not None:
                 self.signatures.close()
                 self._write_profile_batches()
-            if self._own_evaluator:
+            if self.parts.owns_evaluator:
                 self.evaluator.close()
             self._write_lock_closes()
         return RunResult(out=out, run_id=self.run_id, tasks=summaries)
@@ -323,8 +280,7 @@ class LiveRunner:
                            best_path, dict(status.counts), stopped, self._notes(task))
 
     def _notes(self, task: Task) -> list[str]:
-        shape_notes = getattr(self.evaluator, "shape_notes", None)
-        return list(shape_notes(task.name)) if shape_notes is not None else []
+        return list(self.evaluator.shape_notes(task.name))
 
     # -- stages ----------------------------------------------------------------------------
 
@@ -386,7 +342,7 @@ class LiveRunner:
                  seed: int) -> Evaluation:
         """Evaluate (and with ``--profile all`` profile) one candidate; its kernel row is
         written to the trace at once."""
-        with self._serial_lock:
+        with self.parts.serial_lock:
             result = self.evaluator.evaluate(task.name, code, seed=seed)
         self._log_evaluation(task.name, result)
         kernel = None
@@ -410,10 +366,8 @@ class LiveRunner:
                 profile = ProfileResult(kernel.kernel_id, task.name, profiled=True,
                                         profiler="roofline", hw_sig=roofline)
         if kernel is not None and self.config.profile == "all" and self.profiling:
-            assert self.profiler is not None
-            gated = getattr(self.profiler, "device_gate", None) is not None
-            with contextlib.nullcontext() if gated else self._device_alone():
-                profile = self.profiler.profile(task.name, code)  # gated: alone while measuring
+            assert self.signatures is not None
+            profile = self.signatures.profile_now(task.name, code)
             kernel.profile_tried = True
             if profile.profiled and profile.hw_sig is not None:
                 kernel.hw = list(profile.hw_sig)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from live.evaluator.isolated import Call
-from live.tasks import checked_load as cl
+from live.gold import load as cl
+from live.gold.judge import gold_check_in_worker
 from live.tasks.sources import LoadOptions
 from live.tasks.tritonbench import check_cost_hint
 
@@ -68,7 +69,7 @@ def _load(monkeypatch, tmp_path, pool: FakePool, hints: dict[str, float],
     monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cl, "run_calls", pool)
     return cl.checked_load("fake:spec", _items(hints), options or LoadOptions(device="cpu"),
-                           describe="live.x.describe", build=lambda item, meta: item.name)
+                           check=gold_check_in_worker, build=lambda item, meta: item.name)
 
 
 def test_slow_looking_checks_start_first(monkeypatch, tmp_path) -> None:
@@ -213,17 +214,16 @@ def test_longer_and_autotuned_operators_look_costlier() -> None:
 def test_a_check_worker_drops_the_operators_inputs_after_its_check(tmp_path, monkeypatch) -> None:
     from pathlib import Path
 
-    from live.evaluator.gold import gold_check_in_worker
     from live.evaluator.run_candidate import CandidateRunner
     from live.evaluator.worker import _device_info
-    from live.tasks.tritonbench import operator
+    from live.tasks.tritonbench import describe_task, operator
 
     monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
     mini = (Path(__file__).parent / "fixtures" / "tritonbench_mini").resolve()
     runner = CandidateRunner("cpu", _device_info("cpu"))
     operator._cpu_inputs.cache_clear()
     result = gold_check_in_worker(runner, tmp_path, f"tritonbench:{mini}", "tritonbench/add",
-                                  describe="live.tasks.tritonbench.describe_task")
+                                  describe=describe_task)
     assert result["status"] == "ok" and result["meta"]["n_inputs"] >= 2
     # the next check in this worker is another operator's: nothing of this one is kept
     assert operator._cpu_inputs.cache_info().currsize == 0
@@ -255,7 +255,7 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
     monkeypatch.setattr(cl, "run_calls", second_time)
     loaded = cl.checked_load("fake:spec", _items({"huge": 9.0, "twice": 8.0, "a": 1.0}),
                              LoadOptions(device="cpu", workers=2, timeout_s=100.0),
-                             describe="live.x.describe", build=lambda item, meta: item.name)
+                             check=gold_check_in_worker, build=lambda item, meta: item.name)
     first = pool.pools[0]
     assert first["front"] == ["huge", "twice"] and set(first["fresh"]) >= {"huge", "twice"}
     assert first["limits"]["huge"] == 100.0  # the base limit, not the first wave's
@@ -271,7 +271,7 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
 def test_check_workers_autotune_quickly(monkeypatch) -> None:
     import triton.testing
 
-    from live.evaluator.gold import QUICK_AUTOTUNE_MS, install_quick_autotune
+    from live.evaluator.autotune import QUICK_AUTOTUNE_MS, install_quick_autotune
 
     asked: list[dict[str, Any]] = []
 
@@ -300,7 +300,7 @@ def test_check_workers_run_the_first_configuration_that_runs(monkeypatch) -> Non
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.errors import OutOfResources
 
-    from live.evaluator.gold import install_first_config_autotune
+    from live.evaluator.autotune import install_first_config_autotune
 
     for name in ("run", "_bench"):  # the patch is process-wide: undone after this test
         monkeypatch.setattr(Autotuner, name, getattr(Autotuner, name))
@@ -335,7 +335,7 @@ def test_check_workers_run_the_first_configuration_that_runs(monkeypatch) -> Non
     # per key: 16 fails, 32 runs (its benchmark, then the call itself); 64 never runs
     assert ran == [16, 32, 32, 16, 32, 32]
     # a plain-script run in the same worker tunes as the benchmark's own script does
-    from live.evaluator.gold import restore_autotuning
+    from live.evaluator.autotune import restore_autotuning
 
     restore_autotuning()
     assert not getattr(Autotuner.run, "_kb_first", False)
@@ -350,7 +350,7 @@ def test_check_workers_run_the_first_configuration_that_runs(monkeypatch) -> Non
 
 def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypatch,
                                                                         tmp_path) -> None:
-    from live.tasks import checkcache
+    from live.gold import cache as checkcache
 
     oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory"}
 
@@ -373,7 +373,7 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
     items = _items({"ok": 1.0, "big": 1.0})
     with pytest.raises(Stopped):
         cl.checked_load("fake:spec", items, LoadOptions(device="cpu"),
-                        describe="live.x.describe", build=lambda item, meta: item.name)
+                        check=gold_check_in_worker, build=lambda item, meta: item.name)
     env = checkcache.environment("cpu")
     cached = {item.name: checkcache.read(checkcache.entry_key(list(item.contents), env))
               for item in items}
@@ -385,7 +385,6 @@ def test_a_check_out_of_time_for_shapes_passes_on_those_it_checked(tmp_path,
                                                                    monkeypatch) -> None:
     from pathlib import Path
 
-    from live.evaluator.gold import gold_check_in_worker
     from live.evaluator.run_candidate import CandidateRunner
     from live.evaluator.worker import _device_info
     from live.tasks.tritonbench import operator
@@ -411,3 +410,28 @@ def test_a_check_out_of_time_for_shapes_passes_on_those_it_checked(tmp_path,
     assert rest and sorted(dropped) == sorted(rest) and first not in dropped
     assert all(v["kind"] == "dropped" and "ran out before it" in v["reason"]
                for v in dropped.values())
+
+
+def test_the_kept_h200_check_cache_is_read_as_it_is(monkeypatch) -> None:
+    """`benchmarks/runs/tb-check-cache-h200` (seeded into every recorded run) is read without
+    a check: its records build the 48 of 50 operators that passed, and skip the other two."""
+    import json
+    from pathlib import Path
+
+    kept = Path(__file__).resolve().parents[2] / "benchmarks" / "runs" / "tb-check-cache-h200"
+    keys = {json.loads(path.read_text())["name"]: path.stem
+            for path in (kept / "gold-checks").glob("*.json")}
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(kept))
+    # the records' keys hash the H200's operator files and versions: named here by operator
+    monkeypatch.setattr(cl.cache, "entry_key", lambda contents, env: keys[contents[0].decode()])
+    pool = FakePool([])
+    monkeypatch.setattr(cl, "run_calls", pool)
+    items = [cl.CheckItem(name, f"tritonbench/{name}", (name.encode(),)) for name in keys]
+    loaded = cl.checked_load("fake:spec", items, LoadOptions(device="cpu"),
+                             check=gold_check_in_worker, build=lambda item, meta: (item, meta))
+    assert pool.pools == []  # nothing checked again
+    assert len(keys) == 50 and len(loaded.tasks) == 48 and len(loaded.skipped) == 2
+    assert all(isinstance(meta, dict) and {"verdicts", "peaks"} <= set(meta)
+               for _, meta in loaded.tasks)
+    assert all(skip.reason for skip in loaded.skipped)
+    assert loaded.stats["cached"] == 50 and loaded.stats["checked"] == 0

@@ -120,6 +120,7 @@ def test_the_provider_spaces_batches_by_the_time_they_held_the_device(tmp_path):
 
     lock = GpuLock()
     profiler, _ = _fake_ncu(tmp_path, startup=0.5, turns=1, wind_down=0.5)
+    profiler.device_gate = lock.exclusive  # as the runner's wiring makes it
     provider = SignatureProvider("reps", {"add": ADD}, profiler=profiler,
                                  device_alone=lock.exclusive,
                                  timing=SignatureTiming(batch_size=1, deadline_s=0.0))

@@ -35,7 +35,7 @@ def test_a_crash_is_confined_follow_ups_run_and_foreign_functions_are_refused() 
 def test_a_fresh_call_gets_a_newly_started_worker_and_follow_ups_may_be_several() -> None:
     """A worker that passed a check is kept for the next call, unless that call asks for a
     fresh one (a second check after a failure its worker's state may explain, D87)."""
-    gold = "live.evaluator.gold.gold_check_in_worker"
+    gold = "live.gold.judge.gold_check_in_worker"
     spec = f"tritonbench:{OPERATORS.parent}"
 
     def check(key: str, op: str, fresh: bool = False) -> Call:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from live.evaluator import EvalResult, Evaluator, kernel_id
+from live.evaluator import EvalResult, Evaluator, EvaluatorConfig, kernel_id
 from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
 CANDIDATES = Path(__file__).parent / "fixtures" / "candidates"
@@ -27,8 +27,8 @@ def evaluator() -> Iterator[Evaluator]:
     os.environ["FAKE_API_KEY"] = "sk-planted-for-the-test"
     os.environ["SOME_SERVICE_TOKEN"] = "planted"
     try:
-        with Evaluator(SPEC, device="cpu", timeout_s=5, compile_timeout_s=60,
-                       memory_limit_mb=8192) as ev:
+        with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=5, compile_timeout_s=60,
+                                       memory_limit_mb=8192)) as ev:
             yield ev
     finally:
         os.environ.pop("FAKE_API_KEY", None)
@@ -158,8 +158,8 @@ def test_print_options_a_candidate_sets_do_not_reach_the_next_one() -> None:
     checks = (source("vadd_good") + "\nimport numpy, torch\n"
               "assert torch._tensor_str.PRINT_OPTS.threshold == 1000, 'torch options leaked'\n"
               "assert numpy.get_printoptions()['threshold'] == 1000, 'numpy options leaked'\n")
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=5, compile_timeout_s=60,
-                   memory_limit_mb=8192) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=5,
+                                   compile_timeout_s=60, memory_limit_mb=8192)) as ev:
         first = ev.evaluate("vadd", leaks, seed=0)
         second = ev.evaluate("vadd", checks, seed=0)
         assert first.status == "ok" and not first.worker_recycled, first.error

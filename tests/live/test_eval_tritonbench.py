@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from live.evaluator import Evaluator
+from live.evaluator import Evaluator, EvaluatorConfig
 from live.evaluator.task_source import resolve_task
 
 MINI = Path(__file__).parent / "fixtures" / "tritonbench_mini"
@@ -18,7 +18,7 @@ SPEC = f"tritonbench:{MINI}"
 def evaluator(tritonbench_mini_cache) -> Iterator[Evaluator]:
     # the evaluator reads the gold checks' per-shape verdicts from the module's copy of the
     # session's check cache (tests/live/conftest.py), not from the user's
-    with Evaluator(SPEC, device="cpu", timeout_s=60, compile_timeout_s=60) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=60, compile_timeout_s=60)) as ev:
         yield ev
 
 

@@ -274,11 +274,11 @@ def test_the_timing_batch_is_half_the_workers_and_at_least_two() -> None:
 
 
 def test_the_evaluator_sets_its_lock_s_patience() -> None:
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     lock = GpuLock()
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, gpu_lock=lock,
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=20), gpu_lock=lock,
                    memory_plan=False) as ev:  # defaults: half the workers (at least 2), 15 s
         assert lock.describe() == {"timing_batch": 2, "timing_patience_s": 15.0}
         assert ev.gpu_lock_info == {"timing_batch": 2, "timing_patience_s": 15.0, "workers": 1,
@@ -368,15 +368,16 @@ def test_evaluator_with_gpu_lock_times_alone_and_judges_as_before() -> None:
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     folder = Path(__file__).parent / "fixtures" / "candidates"
     good = (folder / "vadd_good.py").read_text()
     wrong = (folder / "vadd_wrong.py").read_text()
     lock = RecordingLock()
-    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=20, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=lock) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=2, timeout_s=20,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   gpu_lock=lock) as ev:
         with ThreadPoolExecutor(4) as pool:
             results = list(pool.map(lambda args: ev.evaluate("vadd", args[0], seed=args[1]),
                                     [(good, 0), (wrong, 0), (good, 1), (wrong, 1)]))
@@ -471,12 +472,13 @@ def test_input_cache_keep_false_and_ensure() -> None:
 def test_workers_that_check_beside_others_tune_quickly() -> None:
     """NOTE (D79): with a GPU lock (checks side by side) the evaluator's workers autotune with
     short benchmarks and say so in the device info (the manifest's hardware); alone, in full."""
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, gpu_lock=GpuLock()) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=20),
+                   gpu_lock=GpuLock()) as ev:
         assert ev.device_info.get("quick_autotune") is True
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=20)) as ev:
         assert "quick_autotune" not in ev.device_info
 
 
@@ -487,13 +489,14 @@ def test_a_check_lets_the_lock_go_while_it_makes_each_shape_s_inputs() -> None:
     waits to come back are reported apart (yield_wait_s), and the judgement is unchanged."""
     from pathlib import Path
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     folder = Path(__file__).parent / "fixtures" / "candidates"
     lock = RecordingLock()
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=20, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=lock, memory_plan=False) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=20,
+                                   compile_timeout_s=60, memory_limit_mb=8192), gpu_lock=lock,
+                   memory_plan=False) as ev:
         good = ev.evaluate("vadd", (folder / "vadd_good.py").read_text(), seed=0)
         wrong = ev.evaluate("vadd", (folder / "vadd_wrong.py").read_text(), seed=0)
     assert good.status == "ok", good.error
@@ -518,7 +521,7 @@ def test_a_check_s_time_limit_spans_its_shapes_though_it_lets_the_lock_go() -> N
     them (each shape under the limit, their sum over it: a timeout), as before."""
     from pathlib import Path
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
@@ -527,14 +530,16 @@ def test_a_check_s_time_limit_spans_its_shapes_though_it_lets_the_lock_go() -> N
                         "_calls = [0]\n\n\ndef vadd(x, y, out):\n    import time\n"
                         "    _calls[0] += 1\n    if _calls[0] <= 6:\n        time.sleep(0.6)\n")
     assert slow != good
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=2.0, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=RecordingLock(), memory_plan=False) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=2.0,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   gpu_lock=RecordingLock(), memory_plan=False) as ev:
         result = ev.evaluate("vadd", slow, seed=0)
     # five shapes after the compiling one, 0.6 s each: 3 s of checking against a 2 s limit
     assert result.status == "timeout", (result.status, result.error)
     assert "run exceeded 2 s" in str(result.error)
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=4.0, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=RecordingLock(), memory_plan=False) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=4.0,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   gpu_lock=RecordingLock(), memory_plan=False) as ev:
         assert ev.evaluate("vadd", slow, seed=0).status == "ok"  # within a 4 s limit
 
 
@@ -571,7 +576,7 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
     milliseconds, not for the shape, and still never overlaps a check."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     folder = Path(__file__).parent / "fixtures" / "candidates"
@@ -580,9 +585,10 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
     slow = spinning(good, call=2)
     assert slow != good
     lock = RecordingLock()
-    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=lock, memory_plan=False,
-                   timing_patience_s=0.0, timing_batch=1) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=2, timeout_s=60,
+                                   compile_timeout_s=60, memory_limit_mb=8192,
+                                   timing_patience_s=0.0, timing_batch=1), gpu_lock=lock,
+                   memory_plan=False) as ev:
         with ThreadPoolExecutor(2) as pool:
             long_check = pool.submit(lambda: ev.evaluate("vadd", slow, seed=0))
             assert _until(lambda: "+s" in lock.events, timeout_s=60.0)  # inside its long shape
@@ -691,7 +697,7 @@ def test_the_first_check_runs_under_the_shared_side_and_steps_aside() -> None:
     only until it steps aside."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     folder = Path(__file__).parent / "fixtures" / "candidates"
@@ -699,9 +705,10 @@ def test_the_first_check_runs_under_the_shared_side_and_steps_aside() -> None:
     # its first call (the first check, before any other turn) spins on torch calls for 6 s
     slow = spinning(good, call=1)
     lock = RecordingLock()
-    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=60, compile_timeout_s=60,
-                   memory_limit_mb=8192, gpu_lock=lock, memory_plan=False,
-                   timing_patience_s=0.0, timing_batch=1) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=2, timeout_s=60,
+                                   compile_timeout_s=60, memory_limit_mb=8192,
+                                   timing_patience_s=0.0, timing_batch=1), gpu_lock=lock,
+                   memory_plan=False) as ev:
         with ThreadPoolExecutor(2) as pool:
             long_check = pool.submit(lambda: ev.evaluate("vadd", slow, seed=0))
             assert _until(lambda: "+s" in lock.events, timeout_s=60.0)  # its first check

@@ -94,7 +94,7 @@ def test_the_reserve_is_a_share_of_the_host_or_the_environment(
 
 
 def test_the_evaluator_starts_no_evaluation_beside_another_while_the_host_is_short() -> None:
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     folder = Path(__file__).parent / "fixtures" / "candidates"
@@ -102,8 +102,9 @@ def test_the_evaluator_starts_no_evaluation_beside_another_while_the_host_is_sho
     room = HostRoom(8 * GIB, probe=lambda: 1 * GIB, poll_s=0.02)
     spans: list[tuple[float, float]] = []
 
-    with Evaluator(SPEC, device="cpu", workers=2, timeout_s=20, compile_timeout_s=60,
-                   memory_limit_mb=8192, host_room=room) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=2, timeout_s=20,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   host_room=room) as ev:
         def one(seed: int) -> str:
             import time
 
@@ -260,14 +261,15 @@ def test_an_evaluation_whose_worker_the_system_kills_runs_again(admission: bool)
 
     import psutil
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
     slow = "import time\ntime.sleep(1.5)\n" + good  # long enough to be killed while loading
     room = HostRoom(0) if admission else False
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=30, compile_timeout_s=60,
-                   memory_limit_mb=8192, host_room=room) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=30,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   host_room=room) as ev:
         assert ev.device_info  # the worker is up
         kills: list[int] = []
 
@@ -318,13 +320,14 @@ def test_a_worker_the_system_kills_while_it_starts_is_replaced(admission: bool) 
     import os
     import signal
 
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
     good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
     room = HostRoom(0) if admission else False
-    with Evaluator(SPEC, device="cpu", workers=1, timeout_s=30, compile_timeout_s=60,
-                   memory_limit_mb=8192, host_room=room) as ev:
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=30,
+                                   compile_timeout_s=60, memory_limit_mb=8192),
+                   host_room=room) as ev:
         (first,) = list(ev._all)
         os.kill(first.proc.pid, signal.SIGKILL)  # still importing torch: not ready yet
         first.proc.wait(timeout=10)

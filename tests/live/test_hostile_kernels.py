@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from live.evaluator import Evaluator
+from live.evaluator import Evaluator, EvaluatorConfig
 from live.evaluator.static_check import static_check
 from tests.live.fixtures.candidates.tiny_tasks import SPEC
 from tests.live.fixtures.hostile.fault_table import record
@@ -126,8 +126,8 @@ def evaluator() -> Iterator[Evaluator]:
     saved = {k: os.environ.get(k) for k in planted}
     os.environ.update(planted)
     try:
-        with Evaluator(SPEC, device="cpu", timeout_s=3, compile_timeout_s=60,
-                       memory_limit_mb=4096) as ev:
+        with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=3, compile_timeout_s=60,
+                                       memory_limit_mb=4096)) as ev:
             yield ev
     finally:
         for key, value in saved.items():

@@ -44,6 +44,9 @@ class ScriptedProposer:
     def __init__(self, codes: list[str]) -> None:
         self.codes = list(codes)
 
+    def describe(self) -> dict:
+        return {"kind": self.name}
+
     def propose(self, task, parent, strategy, *, seed, sample_index) -> Proposal:
         return Proposal(status="ok", code=self.codes[sample_index])
 

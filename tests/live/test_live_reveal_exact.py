@@ -46,6 +46,14 @@ class HashEvaluator:
     device = "cpu"
     device_info: dict = {"device_name": None}
 
+    # the rest of live.evaluator.CandidateEvaluator: no memory plan, no lock, no notes
+    memory_plan_info = None
+    gpu_lock_info = None
+    session_memory = None
+
+    def shape_notes(self, task_name: str) -> list[str]:
+        return []
+
     def __init__(self) -> None:
         self.tasks = {t.name: t for t in resolve_tasks(TASKS)}
 
@@ -97,7 +105,7 @@ class Runner(LiveRunner):
     def _signature_provider(self, info):
         return AtOnceProvider(
             self.config.profile, {t.name: t for t in self.tasks}, peaks=gpu_peaks("h100-sxm"),
-            profiler=self.profiler, device_alone=self._device_alone,
+            profiler=self.profiler, device_alone=self.parts.device_alone,
             on_profiled=self._on_profiled, timing=SignatureTiming(lag_steps=LAG),
             on_reveal=self._on_reveal)
 

@@ -14,7 +14,7 @@ from kbsim.envs.recorded import load_tables
 from kbsim.envs.tape import build_tape
 from kbsim.replay.sweep import run_sweep
 from kbsim.strategies import STRATEGIES
-from live.evaluator import Evaluator
+from live.evaluator import Evaluator, EvaluatorConfig
 from live.proposers import make_proposer
 from live.runner import RunConfig
 from live.runner.runner import LiveRunner
@@ -32,7 +32,7 @@ SEED = 3
 
 @pytest.fixture(scope="module")
 def evaluator():
-    with Evaluator("builtin", device="cpu", workers=1, timeout_s=60) as ev:
+    with Evaluator(EvaluatorConfig("builtin", device="cpu", workers=1, timeout_s=60)) as ev:
         yield ev
 
 

@@ -121,7 +121,7 @@ def test_memory_pool_is_first_come_first_served_and_capped():
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
 def test_live_run_with_a_dropped_shape_keeps_the_task(tmp_path):
     from kbsim.trace.reader import load_trace
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from live.proposers import make_proposer
     from live.runner import RunConfig
     from live.runner.runner import LiveRunner
@@ -137,7 +137,8 @@ def test_live_run_with_a_dropped_shape_keeps_the_task(tmp_path):
     assert plan.dropped_shapes("add") == [1]
     config = RunConfig(out=str(tmp_path / "t"), tasks="add", policy="kernelband-v2", steps=2,
                        device="cpu", profile="off", in_flight=1)
-    with Evaluator("add", device="cpu", workers=1, timeout_s=60, memory_plan=plan) as ev:
+    with Evaluator(EvaluatorConfig("add", device="cpu", workers=1, timeout_s=60),
+                   memory_plan=plan) as ev:
         result = LiveRunner(config, make_proposer("mutate"), show_progress=False,
                             evaluator=ev).run()
     summary = result.tasks[0]

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 
 from kbsim.trace.reader import load_trace, validate_trace  # noqa: E402
 from live.backends.ray_pool import RayEvaluatorPool  # noqa: E402
-from live.evaluator import Evaluator  # noqa: E402
+from live.evaluator import Evaluator, EvaluatorConfig  # noqa: E402
 from live.proposers import make_proposer  # noqa: E402
 from live.runner import RunConfig  # noqa: E402
 from live.runner.runner import LiveRunner  # noqa: E402
@@ -54,7 +54,8 @@ def ray_cluster():
 def local_trace(tmp_path_factory):
     """The uninterrupted reference run, on the local evaluator."""
     out = tmp_path_factory.mktemp("local") / "t"
-    with Evaluator(TASKS, device="cpu", workers=1, timeout_s=60, static_check=True) as ev:
+    with Evaluator(EvaluatorConfig(TASKS, device="cpu", workers=1, timeout_s=60,
+                                   static_check=True)) as ev:
         LiveRunner(config(out), make_proposer("mutate"), show_progress=False,
                    evaluator=ev).run()
     return out
@@ -63,7 +64,8 @@ def local_trace(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pool(ray_cluster):
     """Two CPU "GPU actors", shared by the tests (starting actors is the slow part)."""
-    with RayEvaluatorPool(TASKS, actors=2, device="cpu", timeout_s=60, profile=False) as pool:
+    with RayEvaluatorPool(EvaluatorConfig(TASKS, device="cpu", timeout_s=60, static_check=True),
+                          actors=2, profile=False) as pool:
         yield pool
 
 
@@ -156,6 +158,13 @@ def test_a_call_that_loses_every_actor_is_given_up_as_a_runtime_error(pool, monk
     assert again.status == "ok" and again.correct
 
 
+def test_the_pool_and_its_profiler_meet_the_runner_s_interfaces(pool):
+    from live.evaluator import CandidateEvaluator
+    from live.profiler.interface import KernelProfiler
+
+    assert isinstance(pool, CandidateEvaluator) and isinstance(pool.profiler, KernelProfiler)
+
+
 def test_profile_calls_go_to_an_actor(pool):
     from live.tasks.registry import resolve_task
 
@@ -186,8 +195,8 @@ def test_the_cli_runs_live_on_ray(tmp_path, ray_cluster, local_trace):
 def pool_2w(ray_cluster):
     """One actor with two evaluator workers (a threaded actor sharing its device through a
     `GpuLock`, as on a GPU)."""
-    with RayEvaluatorPool(TASKS, actors=1, workers=2, device="cpu", timeout_s=60,
-                          profile=False) as pool:
+    with RayEvaluatorPool(EvaluatorConfig(TASKS, device="cpu", workers=2, timeout_s=60,
+                                          static_check=True), actors=1, profile=False) as pool:
         yield pool
 
 

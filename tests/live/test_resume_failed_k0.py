@@ -25,6 +25,14 @@ class K0Evaluator:
     device = "cpu"
     device_info: dict = {"device_name": None}
 
+    # the rest of live.evaluator.CandidateEvaluator: no memory plan, no lock, no notes
+    memory_plan_info = None
+    gpu_lock_info = None
+    session_memory = None
+
+    def shape_notes(self, task_name: str) -> list[str]:
+        return []
+
     def __init__(self, k0_status: str, k0_error: str) -> None:
         self.tasks = {t.name: t for t in resolve_tasks(TASKS)}
         self.k0_status, self.k0_error = k0_status, k0_error

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbsim.trace.reader import load_trace, validate_trace
-from live.evaluator import Evaluator
+from live.evaluator import Evaluator, EvaluatorConfig
 from live.proposers import make_proposer
 from live.proposers.llm import OpenAIChatClient
 from live.runner import RunConfig
@@ -41,7 +41,7 @@ def decisions(path: Path, run_id: str | None = None):
 
 @pytest.fixture(scope="module")
 def evaluator():
-    with Evaluator("builtin", device="cpu", workers=1, timeout_s=60) as ev:
+    with Evaluator(EvaluatorConfig("builtin", device="cpu", workers=1, timeout_s=60)) as ev:
         yield ev
 
 
@@ -256,6 +256,9 @@ class NothingApplies:
     """A proposer that can apply no strategy to any kernel (no LLM, no GPU)."""
 
     name = "nothing-applies"
+
+    def describe(self) -> dict:
+        return {"kind": self.name}
 
     def propose(self, task, parent, strategy, *, seed, sample_index):
         from live.proposers.base import Proposal

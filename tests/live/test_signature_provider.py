@@ -202,15 +202,16 @@ def test_roofline_mode_and_unknown_gpus():
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
 def test_live_run_without_ncu_records_the_fallback_once(tmp_path, caplog):
     from kbsim.trace.reader import load_trace
-    from live.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from live.proposers import make_proposer
     from live.runner import RunConfig
     from live.runner.runner import LiveRunner
 
     config = RunConfig(out=str(tmp_path / "t"), tasks="add,softmax", policy="kernelband-v2",
                        steps=3, device="cpu", profile="reps", in_flight=2)
-    with caplog.at_level(logging.WARNING), Evaluator("add,softmax", device="cpu", workers=1,
-                                                     timeout_s=60) as ev:
+    with caplog.at_level(logging.WARNING), Evaluator(EvaluatorConfig("add,softmax", device="cpu",
+                                                                     workers=1,
+                                                                     timeout_s=60)) as ev:
         LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=ev).run()
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
                 and "Nsight" in r.getMessage()]

@@ -252,7 +252,7 @@ def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator
     assert "runs out of memory in the gold check" in oom.shape_verdicts[1].reason
     # killed by the system beside the other checks (SIGKILL not sent by kernelband), then
     # checked again alone, where it passes (D80)
-    from live.tasks.checked_load import CHECK_ENV
+    from live.gold.load import CHECK_ENV
 
     assert CHECK_ENV["KB_GPU_WORKERS"] == "2" and CHECK_ENV["KB_FIRST_CONFIG"] == "1"
     assert tasks["host_hog"].shape_verdicts == {}
@@ -268,7 +268,7 @@ def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
     """The live evaluator leaves dropped shapes out and does not compare unchecked ones: the
     gold code itself (k0) passes on a racy scatter, and a wrong candidate still fails on the
     operator's own test code."""
-    from live.evaluator.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
 
     spec = f"tritonbench:{MINI}"
     scatter = _task(loaded, "racy_scatter")
@@ -276,7 +276,7 @@ def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
                                "tl.store(cache_ptr + dest * row_len + cols, values + 1")
     assert wrong != scatter.k0
     fault = _task(loaded, "big_fault")
-    with Evaluator(spec, device="cpu", workers=1) as ev:
+    with Evaluator(EvaluatorConfig(spec, device="cpu", workers=1)) as ev:
         assert ev.shape_notes(scatter.name) == scatter.shape_notes()
         k0 = ev.evaluate(scatter.name, scatter.k0, seed=0)
         bad = ev.evaluate(scatter.name, wrong, seed=0)
@@ -289,7 +289,7 @@ def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
 def test_test_code_is_compared_where_the_gold_code_agrees_with_itself(loaded) -> None:
     """NOTE D76: a racy case in the operator's own test code sets aside the elements that vary
     between runs of the gold code, not the operator; the rest is still compared."""
-    from live.evaluator.evaluator import Evaluator
+    from live.evaluator import Evaluator, EvaluatorConfig
     from live.tasks.registry import load_tasks
     from live.tasks.sources import LoadOptions
 
@@ -305,7 +305,7 @@ def test_test_code_is_compared_where_the_gold_code_agrees_with_itself(loaded) ->
     # different only where the gold code varies anyway
     other_race = racy.k0.replace("out[:3] += 1 +", "out[:3] += 7 +")
     assert wrong != racy.k0 and other_race != racy.k0
-    with Evaluator(f"tritonbench:{MINI}", device="cpu", workers=1) as ev:
+    with Evaluator(EvaluatorConfig(f"tritonbench:{MINI}", device="cpu", workers=1)) as ev:
         k0 = ev.evaluate(racy.name, racy.k0, seed=0)
         bad = ev.evaluate(racy.name, wrong, seed=0)
         fine = ev.evaluate(racy.name, other_race, seed=0)

@@ -8,7 +8,8 @@ Split by role:
   reference, ``result_gold`` comparison, the metadata a cached load builds from);
 - ``script``: running an operator file as a plain script, in a worker;
 - this module: loading a folder behind gold-vs-gold checks, through the format-independent
-  ``live.tasks.checked_load`` (checks in parallel sandboxed workers, on-disk cache, skip report).
+  ``live.gold.load`` (checks in parallel sandboxed workers, on-disk cache, skip report), each
+  operator checked in a worker by ``gold_check``.
 
 ``load_tritonbench(path)`` returns the operators that pass their gold-vs-gold check on this
 machine (GPU if available, else the CPU interpreter on the two smallest inputs) and, as
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from live.evaluator.isolated import Call
+from live.gold.judge import gold_check_in_worker
+from live.gold.load import CheckItem, checked_load, worker_function_name
 from live.tasks.base import Task
-from live.tasks.checked_load import CheckItem, checked_load
 from live.tasks.skips import Loaded
 from live.tasks.tritonbench.format import (
     NAME_PREFIX,
@@ -47,14 +49,14 @@ from live.tasks.tritonbench.operator import (
     seeded_rng,
     tritonbench_task,
 )
+from live.tasks.tritonbench.script import run_plain_script
 
 __all__ = ["NAME_PREFIX", "PERF_SUFFIX", "SEPARATOR", "OperatorMeta", "OperatorSource",
            "code_part", "compare_results", "describe_task", "discover", "flatten_outputs",
+           "gold_check",
            "load_checked", "load_tritonbench", "make_inputs", "move_entry", "operator_meta",
            "retarget", "seeded_rng", "split_operator_file", "tritonbench_task"]
 
-#: the plain-script run of an operator, in a worker
-PLAIN_SCRIPT = "live.tasks.tritonbench.script.run_plain_script"
 #: seconds a plain-script run may take (the benchmark's own scripts took 4-30 s on an H200)
 PLAIN_SCRIPT_TIMEOUT_S = 60.0
 
@@ -65,14 +67,20 @@ def describe_task(task: Task) -> dict[str, Any]:
     return operator_meta(path, task.name.removeprefix(NAME_PREFIX)).to_dict()
 
 
+def gold_check(runner: Any, workdir: Path, **request: Any) -> dict[str, Any]:
+    """Worker side: one operator's gold check (`gold_check_in_worker`), keeping what
+    `describe_task` says a parent needs to build the task."""
+    return gold_check_in_worker(runner, workdir, describe=describe_task, **request)
+
+
 def _item(source: OperatorSource) -> CheckItem:
     contents = [source.operator_path.read_bytes()]
     if source.perf_path is not None:
         contents.append(source.perf_path.read_bytes())
         utils = performance_utils_path(source.perf_path.parent)
         contents.append(utils.read_bytes() if utils is not None else b"")
-    plain = Call(f"{source.op}", PLAIN_SCRIPT, {"operator_path": str(source.operator_path)},
-                 PLAIN_SCRIPT_TIMEOUT_S)
+    plain = Call(f"{source.op}", worker_function_name(run_plain_script),
+                 {"operator_path": str(source.operator_path)}, PLAIN_SCRIPT_TIMEOUT_S)
     return CheckItem(source.op, NAME_PREFIX + source.op, tuple(contents), plain,
                      cost_hint=check_cost_hint(contents[0].decode("utf-8", "replace")))
 
@@ -114,7 +122,7 @@ def load_checked(path: Path, options: Any = None, ops: Sequence[str] | None = No
         return tritonbench_task(path, item.name, OperatorMeta.from_dict(meta))
 
     return checked_load(f"tritonbench:{path}", items, options or LoadOptions(),
-                        describe="live.tasks.tritonbench.describe_task", build=build)
+                        check=gold_check, build=build)
 
 
 def load_tritonbench(

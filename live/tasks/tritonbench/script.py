@@ -17,7 +17,7 @@ from live.tasks.tritonbench.format import retarget, split_operator_file
 
 def run_plain_script(runner: Any, workdir: Path, operator_path: str) -> dict[str, Any]:
     """Execute the whole operator file as ``__main__``; ``status`` ok or the exception."""
-    from live.evaluator.gold import restore_autotuning
+    from live.evaluator.autotune import restore_autotuning
 
     restore_autotuning()  # a check before it in this worker tuned quickly (D71, D89)
     path = Path(operator_path)
