@@ -275,8 +275,11 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
               show_default=True, help="Time against the PyTorch reference or the task's k0.")
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True)
 @click.option("--profile/--no-profile", default=False, help="Also run Nsight Compute.")
+@click.option("--static-check/--no-static-check", default=True, show_default=True,
+              help="Refuse suspicious source before it runs, as the live loop does (status "
+              "rejected; KernelBench tasks add their shortcut rules).")
 def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed: int,
-                   baseline: str, timeout_s: float, profile: bool) -> None:
+                   baseline: str, timeout_s: float, profile: bool, static_check: bool) -> None:
     """Evaluate one candidate kernel file against a task and print the full record (JSON).
 
     Exit code 0 if the candidate is correct, 1 otherwise.
@@ -285,6 +288,7 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
     Example:
         kernelband eval my_softmax.py --task softmax
         kernelband eval cand.py --task add --device cpu --baseline k0
+        kernelband eval sol.py --tasks kernelbench:KernelBench --task kernelbench/level1/19_ReLU
     """
     from live.evaluator import Evaluator
     from live.evaluator.task_source import resolve_task
@@ -292,7 +296,7 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
     code = Path(file).read_text()
     baseline_code = resolve_task(task_spec, task_name).k0 if baseline == "k0" else None
     with Evaluator(task_spec, device=device, timeout_s=timeout_s,
-                   compile_timeout_s=timeout_s) as ev:
+                   compile_timeout_s=timeout_s, static_check=static_check) as ev:
         result = ev.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
     record = result.to_dict()
     if profile and result.correct:
