@@ -21,6 +21,7 @@ def tasks() -> None:
     Example:
         kernelband tasks list
         kernelband tasks check --tasks softmax,layernorm --device cuda --out ref_timings.json
+        kernelband tasks k0 --tasks kernelbench:KernelBench@level1 --device cuda --out k0-out
     """
 
 
@@ -308,3 +309,12 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
                                                                                       code))
     click.echo(json.dumps(record, indent=2, default=str))
     sys.exit(0 if result.correct else 1)
+
+
+def _register_k0() -> None:
+    from kernelband.cli.tasks_k0 import k0
+
+    tasks.add_command(k0)
+
+
+_register_k0()
