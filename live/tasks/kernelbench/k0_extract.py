@@ -82,6 +82,7 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
 
     torch._dynamo.reset()
     torch._inductor.config.compile_threads = 1  # no compile pool inside an evaluator worker
+    torch._inductor.config.fx_graph_cache = False  # a cache hit need not show the code
     compiled = torch.compile(model, backend=recording_backend, fullgraph=True)
     try:
         with torch.no_grad():

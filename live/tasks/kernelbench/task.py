@@ -18,10 +18,10 @@
   checked before it is timed, inputs checked for mutation.
 - **Poisoned outputs** (``call_context``): a candidate allocates its own outputs, so on a GPU
   the allocator's free memory is filled with NaN bytes before every checked call (a block as
-  large as the reference's outputs, freed again): an output the candidate allocates but does not
-  write holds NaN and fails. The same context seeds the RNG, so a model that draws random numbers
-  in its forward (dropout, random initial states) draws the same ones for reference and
-  candidate.
+  large as the reference's outputs, at most 2 GiB, freed again): an output the candidate
+  allocates but does not write holds NaN and fails. The same context seeds the RNG, so a model
+  that draws random numbers in its forward (dropout, random initial states) draws the same ones
+  for reference and candidate.
 
 Tasks are rebuilt in workers from ``(spec, name)``; every callable here is a
 ``functools.partial`` of a top-level function over a ``ProblemRuntime`` (not pickled).
@@ -53,6 +53,9 @@ TOLERANCE = (1e-2, 1e-2)
 INPUT_SET_KEY = "kb_input_set"
 #: the class a candidate must define
 ENTRY = "ModelNew"
+#: the most free memory poisoned before a checked call (an output larger than this may land
+#: in memory the allocator had not cached: not poisoned)
+POISON_MAX_BYTES = 2 * 2**30
 #: seed distance between input sets
 _SET_STRIDE = 7919
 
@@ -175,7 +178,8 @@ def call_context(runtime: ProblemRuntime) -> Iterator[None]:
     memory (see the module docstring)."""
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     if cuda and runtime.output_bytes:
-        poison = torch.empty(runtime.output_bytes, dtype=torch.uint8, device="cuda")
+        size = min(runtime.output_bytes, POISON_MAX_BYTES)
+        poison = torch.empty(size, dtype=torch.uint8, device="cuda")
         poison.fill_(0xFF)  # every float dtype reads 0xFF... as NaN
         del poison
     with _seeded(CALL_SEED, "cuda" if cuda else "cpu"):
