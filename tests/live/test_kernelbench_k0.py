@@ -8,6 +8,7 @@ proposer and the report are tested end to end; only ``torch.compile`` itself nee
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -168,3 +169,33 @@ def test_k0_command_on_cpu_writes_the_report(tmp_path: Path) -> None:
     assert all("generates C++" in p["reason"] for p in report["problems"].values())
     assert json.loads((out / "k0.json").read_text()) == {"problems": [], "k0": {}}
     assert json.loads(result.output)["levels"] == report["levels"]
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                    reason="CPU runs need TRITON_INTERPRET=1")
+def test_live_run_with_the_mutate_proposer_needs_no_llm(tmp_path: Path) -> None:
+    """``--proposer mutate`` runs KernelBench from the torch.compile k0s of a selector file;
+    the trace validates and its fast_p table has the level."""
+    from analysis.fast_p import fast_p_table
+    from kbsim.trace.reader import load_trace, validate_trace
+
+    selector = {"problems": [], "k0": {}}
+    for name in ("relu", "sum"):
+        problem = PROBLEMS[name][0]
+        (tmp_path / problem).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{problem}.py").write_text(wrap(name))
+        selector["problems"].append(problem)
+        selector["k0"][problem] = f"{problem}.py"
+    (tmp_path / "k0.json").write_text(json.dumps(selector))
+    out = tmp_path / "trace"
+    result = CliRunner().invoke(main, [
+        "live", "--tasks", f"{SPEC}@{tmp_path / 'k0.json'}", "--device", "cpu",
+        "--profile", "off", "--quiet", "--steps", "2", "--proposer", "mutate",
+        "--policy", "explore", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert validate_trace(out) == []
+    steps = load_trace(out).steps_df()
+    assert set(steps["task_id"]) == {"kernelbench/" + PROBLEMS[n][0] for n in ("relu", "sum")}
+    assert (steps.loc[steps["status"] != "not_applicable", "status"] == "ok").all()
+    (row,) = fast_p_table(steps).to_dict("records")
+    assert (row["level"], row["problems"], row["fast_0_eager_pct"]) == ("level1", 2, 100.0)
