@@ -176,6 +176,10 @@ def test_shortcut_rules(solution: str, problem: str, verdict: str | None) -> Non
     ("import triton\n@triton.jit\ndef k(x):\n    pass\n"
      "class ModelNew:\n    def forward(self, x):\n        return x\n", "never launches"),
     ("import torch\n", "defines no class ModelNew"),
+    ("import triton\n@triton.jit\ndef k(x):\n    pass\n"
+     "def launch(x):\n    k[(1,)](x)\n    return x\n"
+     "class ModelNew:\n    def __init__(self):\n        self.op = launch\n"
+     "    def forward(self, x):\n        return self.op(x)\n", None),
 ])
 def test_shortcut_rules_follow_calls(code: str, phrase: str | None) -> None:
     found = shortcut_check(code, (MINI / "level1" / "1_ReLU.py").read_text())

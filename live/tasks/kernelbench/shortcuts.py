@@ -168,7 +168,7 @@ class _Module:
 
     def submodules(self, class_name: str) -> dict[str, ast.expr]:
         """``self.X = <call>`` in the class's (and its bases') ``__init__``: X -> the call's
-        callee."""
+        callee; ``self.X = f`` for a module-level function or class: X -> f."""
         made: dict[str, ast.expr] = {}
         init = self.methods(class_name).get("__init__")
         todo = [init] if init is not None else []
@@ -177,12 +177,16 @@ class _Module:
                 todo.append(base)
         for function in todo:
             for node in ast.walk(function):
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                if isinstance(node, ast.Assign) and (
+                        isinstance(node.value, ast.Call) or (
+                            isinstance(node.value, ast.Name)
+                            and node.value.id in (*self.functions, *self.classes))):
+                    callee = node.value.func if isinstance(node.value, ast.Call) else node.value
                     for target in node.targets:
                         if (isinstance(target, ast.Attribute) and isinstance(target.value,
                                                                              ast.Name)
                                 and target.value.id == "self"):
-                            made.setdefault(target.attr, node.value.func)
+                            made.setdefault(target.attr, callee)
         return made
 
     def loose_submodules(self, class_name: str) -> list[ast.expr]:
@@ -321,7 +325,11 @@ def forward_path(module: _Module, class_name: str) -> ForwardPath:
                     visit_class(owner, attr)
                     continue
                 if attr in made:
-                    _add_callee(made[attr], module, ops, node.lineno, visit_class)
+                    callee = made[attr]
+                    if isinstance(callee, ast.Name) and callee.id in module.functions:
+                        loose.append(module.functions[callee.id])  # self.f = f in __init__
+                    else:
+                        _add_callee(callee, module, ops, node.lineno, visit_class)
                     continue
             op = _torch_op(node, module, own)
             if op is not None:
