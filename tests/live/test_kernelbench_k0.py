@@ -199,3 +199,29 @@ def test_live_run_with_the_mutate_proposer_needs_no_llm(tmp_path: Path) -> None:
     assert (steps.loc[steps["status"] != "not_applicable", "status"] == "ok").all()
     (row,) = fast_p_table(steps).to_dict("records")
     assert (row["level"], row["problems"], row["fast_0_eager_pct"]) == ("level1", 2, 100.0)
+
+
+def test_gpu_form_of_call_is_wrapped() -> None:
+    """On a GPU the generated call runs under a device guard and looks the stream up before
+    each launch: the launch stays in the guard, the stream goes."""
+    code = generated("relu")["output_code"]
+    cpu_body = ("        buf0 = empty_strided_cpu((8, 96), (96, 1), torch.float32)\n"
+                "        # Topologically Sorted Source Nodes: [relu], Original ATen: [aten.relu]\n"
+                "        raw_streamNone = get_raw_stream(None)\n"
+                "        triton_poi_fused_relu_0.run(arg0_1, buf0, 768, stream=raw_streamNone)\n"
+                "        del arg0_1\n")
+    gpu_body = ("        with torch.cuda._DeviceGuard(0):\n"
+                "            torch.cuda.set_device(0)\n"
+                "            buf0 = empty_strided_cuda((8, 96), (96, 1), torch.float32)\n"
+                "            stream0 = get_raw_stream(0)\n"
+                "            triton_poi_fused_relu_0.run(arg0_1, buf0, 768, stream=stream0)\n"
+                "            del arg0_1\n")
+    assert cpu_body in code
+    wrapped = wrap("relu", output_code=code.replace(cpu_body, gpu_body))
+    call = wrapped.split("def _inductor_call(args):")[1].split("class ModelNew")[0]
+    assert "stream" not in call and "get_raw_stream" not in call
+    guarded = call.split("with torch.cuda._DeviceGuard(0):")[1]
+    assert "        triton_poi_fused_relu_0[lambda meta: (triton.cdiv(768, meta['BLOCK_X']),)]" \
+           "(arg0_1, buf0, 768, BLOCK_X=1024, num_warps=4, num_stages=1)" in guarded
+    assert static_check(wrapped) is None
+    assert shortcut_check(wrapped, (MINI / "level1" / "1_ReLU.py").read_text()) is None
