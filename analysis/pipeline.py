@@ -18,6 +18,7 @@ import pandas as pd
 
 from analysis import metrics, plots
 from analysis.components import component_table
+from analysis.fast_p import fast_p_table
 from analysis.inputs import TRACE, AnalysisInput, load_input
 from analysis.plots_verdict import verdict_figure
 from analysis.regret import UnitCurves, regret_bands, unit_curves
@@ -242,6 +243,11 @@ def _trace_analysis(inp: AnalysisInput, rng: np.random.Generator) -> Analysis:
     out.notes.append("regret needs arm means, which a trace does not carry: replay it "
                      "(kernelband replay --trace DIR ...) and analyse the results for regret")
     out.tables["metrics"] = metrics.trace_metrics(steps)
+    fast = fast_p_table(steps)  # KernelBench tasks only
+    if not fast.empty:
+        out.tables["fast_p"] = fast
+        out.notes.append("fast_p against torch.compile needs its time per task (compile_ms), "
+                         "which the trace does not record: those columns are empty")
     out.tables["strategies"] = metrics.strategy_table_trace(steps)
     out.tables["speedup_curves"] = metrics.speedup_curves_trace(steps)
     out.figures["speedup"] = plots.to_png(plots.speedup_figure(out.tables["speedup_curves"]))

@@ -51,8 +51,11 @@ SECTIONS: list[tuple[str, str, str, list[str], list[str]]] = [
      "replays: at least one successful attempt; k0 does not count). <b>Fast@1</b>: "
      "runs whose best correct kernel beats the reference (for replays: beats the task's starting "
      "kernel k0). <b>Geomean speedup</b>: geometric mean of each run's best speedup. Higher is "
-     "better in all three; compare policies at equal attempts and cost.",
-     [], ["metrics"]),
+     "better in all three; compare policies at equal attempts and cost. For KernelBench tasks, "
+     "<b>fast_p</b> per level: the percent of a level's problems whose best correct kernel is "
+     "more than p times faster than eager PyTorch (and than torch.compile, where its times "
+     "are known); fast_0 is the percent with a correct kernel.",
+     [], ["metrics", "fast_p"]),
     ("task_speedups", "Per-task best speedup in replay",
      "For each policy and replay environment (rows) and task (columns): the geometric mean over "
      "seeds of the best speedup over the task's starting kernel k0 at the last step, with its "

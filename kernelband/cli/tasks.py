@@ -21,6 +21,7 @@ def tasks() -> None:
     Example:
         kernelband tasks list
         kernelband tasks check --tasks softmax,layernorm --device cuda --out ref_timings.json
+        kernelband tasks k0 --tasks kernelbench:KernelBench@level1 --device cuda --out k0-out
     """
 
 
@@ -276,8 +277,11 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
               show_default=True, help="Time against the PyTorch reference or the task's k0.")
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True)
 @click.option("--profile/--no-profile", default=False, help="Also run Nsight Compute.")
+@click.option("--static-check/--no-static-check", default=True, show_default=True,
+              help="Refuse suspicious source before it runs, as the live loop does (status "
+              "rejected; KernelBench tasks add their shortcut rules).")
 def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed: int,
-                   baseline: str, timeout_s: float, profile: bool) -> None:
+                   baseline: str, timeout_s: float, profile: bool, static_check: bool) -> None:
     """Evaluate one candidate kernel file against a task and print the full record (JSON).
 
     Exit code 0 if the candidate is correct, 1 otherwise.
@@ -286,6 +290,7 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
     Example:
         kernelband eval my_softmax.py --task softmax
         kernelband eval cand.py --task add --device cpu --baseline k0
+        kernelband eval sol.py --tasks kernelbench:KernelBench --task kernelbench/level1/19_ReLU
     """
     from live.evaluator import Evaluator, EvaluatorConfig
     from live.evaluator.task_source import resolve_task
@@ -293,7 +298,8 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
     code = Path(file).read_text()
     baseline_code = resolve_task(task_spec, task_name).k0 if baseline == "k0" else None
     with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
-                                   compile_timeout_s=timeout_s)) as ev:
+                                   compile_timeout_s=timeout_s,
+                                   static_check=static_check)) as ev:
         result = ev.evaluate(task_name, code, seed=seed, baseline_code=baseline_code)
     record = result.to_dict()
     if profile and result.correct:
@@ -305,3 +311,12 @@ def eval_candidate(file: str, task_name: str, task_spec: str, device: str, seed:
                                                                                       code))
     click.echo(json.dumps(record, indent=2, default=str))
     sys.exit(0 if result.correct else 1)
+
+
+def _register_k0() -> None:
+    from kernelband.cli.tasks_k0 import k0
+
+    tasks.add_command(k0)
+
+
+_register_k0()

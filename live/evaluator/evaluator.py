@@ -38,8 +38,8 @@ from live.evaluator.memory_plan import (
 )
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess, killed_by_system
-from live.evaluator.static_check import static_check
-from live.evaluator.task_source import canonical_spec, task_language
+from live.evaluator.static_check import static_check_for_task
+from live.evaluator.task_source import canonical_spec
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ class Evaluator:
             raise RuntimeError("evaluator is closed")
         started = time.perf_counter()
         kid = kernel_id(code)
-        problem = (static_check(code, task_language(self.task_spec, task_name))
+        problem = (static_check_for_task(code, self.task_spec, task_name)
                    if self.static_check else None)
         if problem is not None:
             return failure("rejected", kid, task_name, problem,

@@ -23,6 +23,10 @@ What it refuses, and why:
   Triton, see ``live.evaluator.languages``) or no launch of one (``kernel[grid](...)``), i.e.
   torch ops instead of a kernel.
 
+A task source may add rules of its own (``static_check(arg, name, code)`` in its module, see
+``live.tasks.sources``): ``static_check_for_task`` runs both; KernelBench's refuse a torch
+fallback and outputs kept across calls (``live.tasks.kernelbench.shortcuts``).
+
 ``NOTE (D12)``: this is a tripwire, not a proof: a determined candidate can hide what it does
 from any static check. The sandbox (scrubbed environment, own session, resource limits, the
 worker's audit guard in ``live.evaluator.guard``) is what contains the rest.
@@ -151,3 +155,26 @@ def static_check(code: str, language: str = "triton") -> str | None:
         return (f"static check: the candidate never launches a {lang.name.capitalize()} kernel "
                 f"(no {lang.launch} call)")
     return None
+
+
+def static_check_for_task(code: str, task_spec: str, task_name: str) -> str | None:
+    """`static_check` in the task's kernel language, then its source's own rules, if any
+    (one sentence, or None). A task the source cannot find is the worker's to report."""
+    from live.evaluator.task_source import task_language
+
+    problem = static_check(code, task_language(task_spec, task_name))
+    if problem is not None:
+        return problem
+    from live.tasks.sources import parse_spec, source_module
+
+    try:
+        prefix, arg = parse_spec(task_spec)
+        extra = getattr(source_module(prefix), "static_check", None)
+    except ValueError:
+        return None
+    if extra is None:
+        return None
+    try:
+        return extra(arg, task_name, code)
+    except (KeyError, ValueError, OSError):
+        return None

@@ -12,6 +12,10 @@ prefix to a module that defines:
 - ``language_of(arg: str, name: str) -> str``: the task's kernel language, cheaply (the
   parent asks before a candidate's static check).
 
+Optionally, ``static_check(arg: str, name: str, code: str) -> str | None``: rules of the
+source's own that the evaluator's static check adds for its tasks (KernelBench: no torch
+fallback, no cached outputs; ``live.evaluator.static_check.static_check_for_task``).
+
 Adding a source is one new module with those four functions plus one line in ``SOURCES``.
 """
 
@@ -26,6 +30,7 @@ SOURCES: dict[str, str] = {
     "builtin": "live.tasks.sources.builtin",
     "module": "live.tasks.sources.module",
     "tritonbench": "live.tasks.sources.tritonbench",
+    "kernelbench": "live.tasks.sources.kernelbench",
 }
 
 #: a spec without a registered prefix is a built-in spec (``builtin``, ``softmax,add``)

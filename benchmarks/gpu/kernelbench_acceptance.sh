@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# KernelBench on one GPU (issue 38's acceptance), in pieces of at most MAX_SECONDS seconds:
+#   PHASE=check: a cold-cache load of every problem (gold vs gold in parallel sandboxed workers,
+#     `kernelband tasks check --json`), then a cached one; their wall times go to run.txt.
+#   PHASE=k0: `kernelband tasks k0` on the problems SELECT picks (default level1; level2,
+#     level3, level1:1-50, ...): the torch.compile k0 of each, checked; k0-SELECT/ holds the k0
+#     files, k0.json and k0-report.json, and k0-SELECT.txt the per-level table.
+# DATA_DIR is a KernelBench folder (level1/ level2/ level3/); run from the repository root:
+#
+#   PHASE=check bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
+#   PHASE=k0 SELECT=level1 bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
+#
+# Other settings (environment): STATE_DIR (caches, default .gpu-run/ of the checkout),
+# CHECK_WALL (330 s for the cold load), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
+# name for run.txt).
+set -uo pipefail
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+[ $# -eq 2 ] || { usage >&2; exit 2; }
+data=$1; out_dir=$2; mkdir -p "$out_dir"
+max_seconds=${MAX_SECONDS:-560}
+phase=${PHASE:-check}
+state=${STATE_DIR:-$PWD/.gpu-run}
+mkdir -p "$state"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache \
+  TRITON_CACHE_DIR=$state/triton-cache
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  echo "commit ${KB_COMMIT:-$(git log --oneline -1 2>/dev/null)}"
+} >> "$out_dir/run.txt" 2>&1
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+if [ "$phase" = check ]; then
+  rm -rf "$state/kb-cache" "$state/triton-cache"
+  t=$(date +%s%N)
+  timeout "${CHECK_WALL:-330}" python3 -m kernelband.cli tasks check --tasks "kernelbench:$data" \
+    --device cuda --json > "$out_dir/check_cold.json" 2> "$out_dir/check_cold.err"
+  echo "cold load (tasks check, empty cache): $(ms "$t") ms, rc $?" >> "$out_dir/run.txt"
+  t=$(date +%s%N)
+  python3 -m kernelband.cli tasks check --tasks "kernelbench:$data" --device cuda --json \
+    > "$out_dir/check_warm.json" 2>> "$out_dir/check_cold.err"
+  echo "cached load (tasks check): $(ms "$t") ms, rc $?" >> "$out_dir/run.txt"
+  python3 - "$out_dir/check_warm.json" >> "$out_dir/run.txt" <<'PY'
+import json, sys
+record = json.load(open(sys.argv[1]))
+stats = record["stats"]
+print(f"{stats['passed']}/{stats['operators']} problems passed gold-vs-gold on "
+      f"{stats['device_name']}; skipped {len(record['skipped'])}:")
+for s in record["skipped"]:
+    print(f"  {s['op']}: {' '.join(s['reason'].split())[:160]} [plain run: {s['plain_script']}]")
+PY
+elif [ "$phase" = k0 ]; then
+  select=${SELECT:-level1}
+  name=$(echo "$select" | tr ':/' '--')
+  timeout "$max_seconds" python3 -m kernelband.cli tasks k0 --tasks "kernelbench:$data@$select" \
+    --device cuda --timeout "${K0_TIMEOUT:-300}" --out "$out_dir/k0-$name" \
+    > "$out_dir/k0-$name.txt" 2> "$out_dir/k0-$name.err"
+  echo "k0 $select: rc $?" >> "$out_dir/run.txt"
+  cat "$out_dir/k0-$name.txt"
+else
+  echo "PHASE must be check or k0" >&2; exit 2
+fi
+cat "$out_dir/run.txt"

@@ -1,0 +1,146 @@
+"""Run ``torch.compile`` (inductor, default mode) on a KernelBench problem and wrap its generated
+Triton code as ``ModelNew`` (worker side; the wrapping itself is ``live.tasks.kernelbench.k0``).
+
+``compile_problem`` compiles the reference model (built as the task builds it, on the task's
+device, in autograd-free mode as the task calls it) with ``fullgraph=True`` through a backend
+that records the graph's inputs (where ``torch.compile`` found each: a forward argument or a
+parameter of the model) before handing the graph to inductor, runs it once on the problem's
+input, and reads the generated module's source and the launch configuration inductor's
+autotuner chose for each kernel. ``k0_in_worker`` does that in an evaluator worker and then
+checks the wrapped k0 there as the load-time gold check checks a k0 (``check_only``).
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from pathlib import Path
+from typing import Any
+
+from live.tasks.kernelbench.k0 import LaunchConfig, NoK0, source_expression, wrap_as_model_new
+from live.tasks.kernelbench.problems import Problem
+
+
+def forward_arguments(problem_source: str) -> str:
+    """``Model.forward``'s parameter list as written (``self, x, y=None``)."""
+    tree = ast.parse(problem_source)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    return ast.unparse(item.args)
+    raise NoK0("the problem's Model has no forward")
+
+
+def _chosen_configs(names: list[str]) -> dict[str, LaunchConfig]:
+    """The configuration inductor's autotuner kept for each kernel of the loaded generated
+    module (the one defining ``call`` and every kernel in `names`), or its only one; none where
+    neither can be read (the wrapper then uses a default)."""
+    from torch._inductor.codecache import PyCodeCache
+
+    module = next((m for m in reversed(list(PyCodeCache.modules)) if hasattr(m, "call")
+                   and all(hasattr(m, name) for name in names)), None)
+    configs: dict[str, LaunchConfig] = {}
+    for name in names:
+        kernel = getattr(module, name, None)
+        launchers = getattr(kernel, "launchers", None) or []
+        config = getattr(launchers[0], "config", None) if launchers else None
+        if config is None and len(getattr(kernel, "configs", None) or []) == 1:
+            config = kernel.configs[0]
+        if config is None:
+            continue
+        configs[name] = LaunchConfig({k: int(v) for k, v in config.kwargs.items()
+                                      if isinstance(v, int)},
+                                     int(config.num_warps), int(config.num_stages or 1))
+    return configs
+
+
+def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
+    """What ``wrap_as_model_new`` needs for `problem` on `device`, from one compiled run."""
+    import torch
+    import torch._dynamo
+    import torch._inductor.config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+
+    from live.tasks.kernelbench.k0 import inductor_kernels
+    from live.tasks.kernelbench.task import ProblemRuntime, make_inputs
+
+    if device != "cuda":
+        raise NoK0("on the CPU inductor generates C++, not Triton: run this on a GPU")
+    runtime = ProblemRuntime(problem)
+    source = problem.path.read_text(encoding="utf-8")
+    forward_args = forward_arguments(source)
+    model = runtime.reference_model(device)
+    inputs = make_inputs(runtime, {}, 0, device)
+    graphs: list[list[Any]] = []
+
+    def recording_backend(gm: Any, example_inputs: Any) -> Any:
+        graphs.append([node.meta.get("grapharg") for node in gm.graph.nodes
+                       if node.op == "placeholder"])
+        return compile_fx(gm, example_inputs)
+
+    torch._dynamo.reset()
+    torch._inductor.config.compile_threads = 1  # no compile pool inside an evaluator worker
+    torch._inductor.config.fx_graph_cache = False  # a cache hit need not show the code
+    compiled = torch.compile(model, backend=recording_backend, fullgraph=True)
+    try:
+        with torch.no_grad():
+            eager = model(*inputs)
+            _, codes = run_and_get_code(compiled, *inputs)
+    except Exception as exc:  # noqa: BLE001 - a problem inductor cannot compile is a reason
+        first = " ".join(str(exc).split())[:300]
+        raise NoK0(f"torch.compile failed: {type(exc).__name__}: {first}") from None
+    if len(graphs) != 1 or len(codes) != 1:
+        raise NoK0(f"torch.compile made {len(graphs)} graphs and {len(codes)} modules (one "
+                   "of each is wrapped)")
+    graph_inputs = []
+    for arg in graphs[0]:
+        source_ = getattr(arg, "source", None)
+        if source_ is None:
+            raise NoK0("a graph input has no recorded source (a dynamic size or a constant)")
+        name = source_.name() if callable(source_.name) else source_.name
+        graph_inputs.append(source_expression(str(name)))
+    if isinstance(eager, torch.Tensor):
+        n_outputs = None
+    elif isinstance(eager, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in eager):
+        n_outputs = len(eager)
+    else:
+        raise NoK0(f"the forward returns a {type(eager).__name__}, not a tensor or a tuple "
+                   "of them")
+    _, kernels = inductor_kernels(codes[0])
+    return {"output_code": codes[0], "forward_args": forward_args,
+            "graph_inputs": graph_inputs, "n_outputs": n_outputs,
+            "configs": {k: v.to_dict() for k, v in
+                        _chosen_configs(list(kernels)).items()},
+            "note": f"torch {torch.__version__}, default mode, {problem.name}"}
+
+
+def k0_for(problem: Problem, device: str) -> str:
+    """The wrapped k0 of `problem`; NoK0 says why there is none."""
+    compiled = compile_problem(problem, device)
+    configs = {k: LaunchConfig.from_dict(v) for k, v in compiled["configs"].items()}
+    return wrap_as_model_new(compiled["output_code"], problem.path.read_text(encoding="utf-8"),
+                             compiled["forward_args"], compiled["graph_inputs"],
+                             compiled["n_outputs"], configs, note=compiled["note"])
+
+
+def k0_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str) -> dict[str, Any]:
+    """Worker side: the problem's k0 (``code``) and its check (``check_status``,
+    ``check_error``), or ``status: no_k0`` with the ``reason``."""
+    from live.tasks.kernelbench import find
+
+    started = time.perf_counter()
+    arg = task_spec.removeprefix("kernelbench:")
+    try:
+        code = k0_for(find(arg, task_name), runner.device)
+    except NoK0 as exc:
+        return {"status": "no_k0", "reason": str(exc), "recycle": True,
+                "compile_s": time.perf_counter() - started}
+    compile_s = time.perf_counter() - started
+    request = {"op": "evaluate", "task_spec": task_spec, "task_name": task_name, "code": code,
+               "seed": 0, "n_seeds": 1, "check_only": True}
+    response = runner.evaluate(request, workdir, on_compiled=lambda: None)
+    return {"status": "ok", "code": code, "check_status": response.get("status"),
+            "check_error": response.get("error"), "compile_s": compile_s,
+            "check_s": time.perf_counter() - started - compile_s, "recycle": True}
