@@ -34,11 +34,13 @@ if [ "$phase" = check ]; then
   t=$(date +%s%N)
   timeout "${CHECK_WALL:-330}" python3 -m kernelband.cli tasks check --tasks "kernelbench:$data" \
     --device cuda --json > "$out_dir/check_cold.json" 2> "$out_dir/check_cold.err"
-  echo "cold load (tasks check, empty cache): $(ms "$t") ms, rc $?" >> "$out_dir/run.txt"
+  rc=$?
+  echo "cold load (tasks check, empty cache): $(ms "$t") ms, rc $rc" >> "$out_dir/run.txt"
   t=$(date +%s%N)
   python3 -m kernelband.cli tasks check --tasks "kernelbench:$data" --device cuda --json \
     > "$out_dir/check_warm.json" 2>> "$out_dir/check_cold.err"
-  echo "cached load (tasks check): $(ms "$t") ms, rc $?" >> "$out_dir/run.txt"
+  rc=$?
+  echo "cached load (tasks check): $(ms "$t") ms, rc $rc" >> "$out_dir/run.txt"
   python3 - "$out_dir/check_warm.json" >> "$out_dir/run.txt" <<'PY'
 import json, sys
 record = json.load(open(sys.argv[1]))
