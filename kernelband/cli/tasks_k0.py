@@ -29,7 +29,9 @@ def k0(task_spec: str, out: str, device: str, workers: int | None, timeout_s: fl
     lowers the problem to Triton kernels, their code wrapped as ModelNew is the problem's k0,
     checked as a load-time gold check checks a k0 and by the static check of a live run.
     Prints, per level, how many problems have a k0 that passes and why the rest do not;
-    OUT/k0.json then selects those problems with their k0s for a live run.
+    OUT/k0.json then selects those problems with their k0s for a live run. Each problem's
+    result is kept in OUT/worker-results as it arrives: a run stopped midway, run again with
+    the same OUT, makes only the problems left (and those whose worker crashed or timed out).
 
     \b
     Example:

@@ -225,3 +225,40 @@ def test_gpu_form_of_call_is_wrapped() -> None:
            "(arg0_1, buf0, 768, BLOCK_X=1024, num_warps=4, num_stages=1)" in guarded
     assert static_check(wrapped) is None
     assert shortcut_check(wrapped, (MINI / "level1" / "1_ReLU.py").read_text()) is None
+
+
+def test_a_stopped_k0_run_resumes_with_the_problems_left(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker result is kept as it arrives: a run stopped after one problem, run again,
+    asks the workers only for the others (and again for one whose worker timed out)."""
+    from live.evaluator import isolated
+    from live.tasks.kernelbench import k0_report
+
+    asked: list[list[str]] = []
+
+    def stopped_after_one(calls, on_result=None, **_):
+        asked.append([c.key for c in calls])
+        on_result(calls[0], {"status": "no_k0", "reason": "no Triton kernel (extern calls only)"})
+        on_result(calls[1], {"status": "timeout", "error": "ran past 1 s"})
+        raise KeyboardInterrupt  # the run is stopped with more in flight
+
+    monkeypatch.setattr(isolated, "run_calls", stopped_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        k0_report.build_k0s(SPEC, tmp_path, device="cpu")
+    first, second = asked[0][0], asked[0][1]
+
+    def the_rest(calls, on_result=None, **_):
+        asked.append([c.key for c in calls])
+        results = {}
+        for call in calls:
+            results[call.key] = {"status": "no_k0", "reason": "no Triton kernel"}
+            on_result(call, results[call.key])
+        return results
+
+    monkeypatch.setattr(isolated, "run_calls", the_rest)
+    report = k0_report.build_k0s(SPEC, tmp_path, device="cpu")
+    assert first not in asked[1] and second in asked[1]
+    assert sorted(asked[1] + [first]) == sorted(asked[0])
+    assert set(report["problems"]) == set(asked[0])
+    assert report["problems"][first]["reason"] == "no Triton kernel (extern calls only)"
+    assert (tmp_path / "k0.json").is_file() and (tmp_path / "k0-report.json").is_file()

@@ -10,7 +10,10 @@ reference's operator, inductor's ``extern_kernels.mm`` say, is no Triton k0). Wr
 - ``k0.json``: the problems whose k0 passes, with their k0 files: a selector file, so
   ``kernelbench:PATH@OUT/k0.json`` is those problems with those k0s (a live run's tasks);
 - ``k0-report.json``: per problem the outcome and its reason, per level the counts and the
-  reasons of the rest.
+  reasons of the rest;
+- ``worker-results/``: each problem's worker result, written as it arrives, so a stopped run
+  loses only the problems in flight: run again with the same OUT, and only the problems without
+  a result there (or whose worker crashed or timed out) are made again.
 """
 
 from __future__ import annotations
@@ -153,23 +156,46 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
     spec = canonical_spec(task_spec)
     device = resolve_device(device)
     problems = select(arg)
+    kept = out / "worker-results"
+    kept.mkdir(parents=True, exist_ok=True)
+
+    def kept_file(name: str) -> Path:
+        return kept / f"{name.replace('/', '__')}.json"
+
+    earlier: dict[str, dict[str, Any]] = {}
+    for problem in problems:
+        try:
+            result = json.loads(kept_file(problem.name).read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if result.get("status") in ("ok", "no_k0"):  # a crash or a time-out is tried again
+            earlier[problem.name] = result
     calls = [Call(p.name, K0_CALL, {"task_spec": spec, "task_name": p.task_name}, timeout_s)
-             for p in problems]
+             for p in problems if p.name not in earlier]
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(calls), desc="k0 from torch.compile", unit="problem",
-                   dynamic_ncols=True)
+        bar = tqdm(total=len(problems), initial=len(earlier), desc="k0 from torch.compile",
+                   unit="problem", dynamic_ncols=True)
+
+    def arrived(call: Call, result: dict[str, Any]) -> None:
+        try:
+            atomic_write_bytes(kept_file(call.key), json.dumps(result, default=str).encode())
+        except (TypeError, ValueError):  # not JSON: it is judged, just not kept
+            pass
+        if bar is not None:
+            bar.update(1)
+
     # as load-time gold checks: up to 0.45 of the GPU and 64 GiB of host memory per worker,
     # and on a GPU host no compile starts while the host is short of memory (D84)
-    results = run_calls(calls, device=device, workers=workers, memory_limit_mb=CHECK_MEMORY_MB,
-                        env_extra={"KB_GPU_WORKERS": "2"},
-                        host_room=HostRoom() if device == "cuda" else None,
-                        on_result=(lambda call, result: bar.update(1)) if bar else None)
+    results = earlier | (run_calls(calls, device=device, workers=workers,
+                                   memory_limit_mb=CHECK_MEMORY_MB,
+                                   env_extra={"KB_GPU_WORKERS": "2"},
+                                   host_room=HostRoom() if device == "cuda" else None,
+                                   on_result=arrived) if calls else {})
     if bar is not None:
         bar.close()
-    out.mkdir(parents=True, exist_ok=True)
     outcomes = []
     for problem in problems:
         outcome, code = judge(problem.name, spec, problem.task_name,
