@@ -110,7 +110,10 @@ def live(**values: Any) -> None:
 
         parse_policy(config.policy)
         # a benchmark's gold checks run (or come from the cache) here, with a progress bar
-        resolve_tasks(config.tasks, LoadOptions(progress=not values["quiet"]))
+        from live.runner.k0_step import check_k0_sources
+
+        check_k0_sources(resolve_tasks(config.tasks, LoadOptions(progress=not values["quiet"])),
+                         proposer)
         if values["backend"] != "ray" and (values["address"] or values["actors"] is not None):
             raise ValueError("--address and --actors need --backend ray")
         if values["actors"] is not None and values["actors"] < 1:

@@ -233,4 +233,5 @@ def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | 
         shape_verdicts={int(k): ShapeVerdict(**v)
                         for k, v in (meta.get("verdicts") or {}).items()},
         measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()},
+        k0_is_reference=problem.k0_path is None,
     )
