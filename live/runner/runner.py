@@ -268,6 +268,8 @@ class LiveRunner:
                                {"k0_failed": 1}, stopped="the task's k0 failed evaluation",
                                notes=self._notes(task))
         episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
+        if task.compiled_reference is not None:
+            self._time_compiled(task, k0, recorded)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):
                 kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
@@ -343,6 +345,23 @@ class LiveRunner:
         if kernel is None:
             log.error("%s: k0 step failed: %s: %s", task.name, outcome.status, outcome.error)
         return kernel
+
+    def _time_compiled(self, task: Task, k0: KernelInfo, recorded: RecordedRun | None) -> None:
+        """The reference under ``torch.compile``, timed once per task by the evaluator's
+        protocol (as the baseline of k0's timing) and kept in the manifest's ``compile_ms``,
+        from which `kernelband analyze` fills in ``fast_p`` against ``torch.compile``."""
+        if recorded is not None and task.name in (recorded.manifest.get("compile_ms") or {}):
+            return
+        assert task.compiled_reference is not None and self.writer is not None
+        with self.parts.serial_lock:
+            result = self.evaluator.evaluate(task.name, k0.code, seed=0,
+                                             baseline_code=task.compiled_reference)
+        if result.status != "ok" or result.ref_ms is None:
+            log.warning("%s: torch.compile was not timed: %s: %s", task.name, result.status,
+                        result.error)
+            return
+        with self._writer_lock:
+            self.writer.set_compile_ms(task.name, result.ref_ms)
 
     @property
     def profiling(self) -> bool:

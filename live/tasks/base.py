@@ -129,6 +129,9 @@ class Task:
         k0_is_reference: ``k0`` is the reference's own code (what a gold-vs-gold check runs),
             not a solution: a live run has the LLM proposer write k0 from the reference at
             step 0 (KernelBench without a k0 file; NOTE D100).
+        compiled_reference: optional source of a candidate module that runs the reference
+            under ``torch.compile`` (default mode): timed once per task as a second baseline
+            (``compile_ms``: KernelBench's ``fast_p`` against ``torch.compile``).
     """
 
     name: str
@@ -161,6 +164,7 @@ class Task:
     measured_peak_bytes: dict[int, int] = field(default_factory=dict)
     max_check_share: float | None = None
     k0_is_reference: bool = False
+    compiled_reference: str | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
