@@ -146,3 +146,26 @@ def test_a_k0_step_that_fails_stops_the_task_and_is_recorded(tmp_path: Path,
     assert steps[["step", "strategy", "status"]].to_dict("records") == [
         {"step": 0, "strategy": K0_STRATEGY, "status": "no_code"}]
     assert json.loads((tmp_path / "trace" / "manifest.json").read_text())["tasks"] == [RELU]
+
+
+def test_a_resumed_run_keeps_its_k0_step(recorded, tmp_path: Path) -> None:
+    """Stopped after one step and resumed to two: k0 comes from the trace (no second k0
+    step), the policy's attempts go on from step 2, as in the run done in one piece."""
+    out, cassette, _ = recorded
+    piece = tmp_path / "piece"
+    first = CliRunner().invoke(main, [
+        "live", "--tasks", SPEC, "--device", "cpu", "--profile", "off", "--quiet",
+        "--steps", "1", "--policy", "explore", "--out", str(piece),
+        "--proposer", "cassette", "--cassette", str(cassette)])
+    assert first.exit_code == 0, first.output
+    _, steps = steps_of(piece)
+    assert list(steps["step"]) == [0, 1]
+    resumed = CliRunner().invoke(main, [
+        "live", "--tasks", SPEC, "--device", "cpu", "--profile", "off", "--quiet",
+        "--steps", "2", "--policy", "explore", "--out", str(piece), "--resume",
+        "--proposer", "cassette", "--cassette", str(cassette)])
+    assert resumed.exit_code == 0, resumed.output
+    _, original = steps_of(out)
+    _, steps = steps_of(piece)
+    keys = ["step", "strategy", "parent_id", "status", "child_id"]
+    assert steps[keys].to_dict("records") == original[keys].to_dict("records")
