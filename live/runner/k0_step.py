@@ -5,21 +5,21 @@ gold-vs-gold check runs; `Task.k0_is_reference`), which is no solution. A live r
 proposer for a first kernel (``write_k0``) and evaluates it; the attempt is the task's step 0 in
 the trace, ``strategy`` ``k0`` and ``parent_id`` ``reference`` (NOTE D100), and the policy's
 attempts follow from step 1. A proposer without ``write_k0`` (mutate) cannot start such a task,
-which `check_k0_sources` says before the run starts.
+which `check_k0_sources` says before the run starts. A proposer writes k0 by meeting
+`live.proposers.base.K0Writer`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from live.proposers.base import Proposal, Proposer
+from live.proposers.base import K0Writer, Proposal, Proposer
 from live.tasks.base import Task
 
 
 def writes_k0(proposer: Proposer) -> bool:
     """Whether `proposer` can write a task's first kernel (the LLM proposers can)."""
-    return callable(getattr(proposer, "write_k0", None))
+    return isinstance(proposer, K0Writer)
 
 
 def check_k0_sources(tasks: Sequence[Task], proposer: Proposer) -> None:
@@ -38,5 +38,6 @@ def check_k0_sources(tasks: Sequence[Task], proposer: Proposer) -> None:
 
 def k0_proposal(proposer: Proposer, task: Task, seed: int) -> Proposal:
     """The proposer's first kernel for `task`."""
-    writer: Any = proposer  # an LLM proposer (`writes_k0`)
-    return writer.write_k0(task, seed=seed)
+    if not isinstance(proposer, K0Writer):
+        raise TypeError(f"the {proposer.name} proposer cannot write a k0")
+    return proposer.write_k0(task, seed=seed)
