@@ -24,7 +24,12 @@ def writes_k0(proposer: Proposer) -> bool:
 
 def check_k0_sources(tasks: Sequence[Task], proposer: Proposer) -> None:
     """A ValueError, in one sentence, when a task has no k0 and `proposer` cannot write one."""
-    missing = [t.name for t in tasks if t.k0_is_reference]
+    refuse_without_k0([t.name for t in tasks if t.k0_is_reference], proposer)
+
+
+def refuse_without_k0(missing: Sequence[str], proposer: Proposer) -> None:
+    """`check_k0_sources` on the names of the tasks without a k0 (known before loading:
+    ``live.tasks.registry.tasks_without_k0``)."""
     if not missing or writes_k0(proposer):
         return
     first = missing[0].split("/", 1)[0]

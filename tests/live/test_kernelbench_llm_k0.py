@@ -169,3 +169,23 @@ def test_a_resumed_run_keeps_its_k0_step(recorded, tmp_path: Path) -> None:
     _, steps = steps_of(piece)
     keys = ["step", "strategy", "parent_id", "status", "child_id"]
     assert steps[keys].to_dict("records") == original[keys].to_dict("records")
+
+
+def test_tasks_without_k0_are_known_before_loading(tmp_path: Path, monkeypatch) -> None:
+    from live.tasks import kernelbench
+    from live.tasks.registry import tasks_without_k0
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(kernelbench, "load", no_load)  # nothing is checked to say it
+    mini = f"kernelbench:{MINI}"
+    assert tasks_without_k0(f"{mini}@level1:1-2") == [RELU, "kernelbench/level1/2_Matmul"]
+    (tmp_path / "relu.py").write_text(GOOD)
+    listing = tmp_path / "k0.json"
+    listing.write_text(json.dumps({"problems": ["level1/1_ReLU", "level1/2_Matmul"],
+                                   "k0": {"level1/1_ReLU": "relu.py"}}))
+    assert tasks_without_k0(f"{mini}@{listing}") == ["kernelbench/level1/2_Matmul"]
+    assert tasks_without_k0("builtin") is None
+    result = live(tmp_path / "trace", "--proposer", "mutate")
+    assert result.exit_code == 2 and "have no k0" in result.output
