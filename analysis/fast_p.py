@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from kbsim.trace.schema import K0_STRATEGY
+
 #: KernelBench's thresholds
 PS: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
 PREFIX = "kernelbench/"
@@ -34,6 +36,8 @@ def best_per_run(steps: pd.DataFrame) -> pd.DataFrame:
     """Per (policy, run, KernelBench task): its level, the best correct child's speedup over
     eager and its time (ms), NaN where no child was correct."""
     data = steps[steps["task_id"].astype(str).str.startswith(PREFIX)]
+    if "strategy" in data:  # k0 does not count, an LLM-written one (D100) neither
+        data = data[data["strategy"] != K0_STRATEGY]
     data = data[["policy", "run_id", "task_id", "status", "child_ms", "speedup_vs_ref"]].copy()
     ok = data["status"] == "ok"
     data["speedup"] = data["speedup_vs_ref"].astype("float64").where(ok)

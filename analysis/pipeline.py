@@ -34,6 +34,7 @@ from analysis.verdict import (
     verdict_table,
 )
 from kbsim.strategies import N_STRATEGIES
+from kbsim.trace.schema import K0_STRATEGY
 
 
 @dataclass
@@ -242,12 +243,20 @@ def _trace_analysis(inp: AnalysisInput, rng: np.random.Generator) -> Analysis:
         out.notes.append("some timings come from the CPU interpreter: not GPU figures")
     out.notes.append("regret needs arm means, which a trace does not carry: replay it "
                      "(kernelband replay --trace DIR ...) and analyse the results for regret")
+    # the policy's attempts: a k0 step (k0 written by the LLM proposer, NOTE D100) is none
+    steps = steps[steps["strategy"] != K0_STRATEGY]
     out.tables["metrics"] = metrics.trace_metrics(steps)
-    fast = fast_p_table(steps)  # KernelBench tasks only
+    # torch.compile's time per task, as the live run measured it (the manifests' compile_ms)
+    compile_ms: dict[str, float] = {}
+    for one in inp.manifests or ():
+        compile_ms.update(one.get("compile_ms") or {})
+    fast = fast_p_table(steps, compile_ms or None)  # KernelBench tasks only
     if not fast.empty:
         out.tables["fast_p"] = fast
-        out.notes.append("fast_p against torch.compile needs its time per task (compile_ms), "
-                         "which the trace does not record: those columns are empty")
+        if not compile_ms:
+            out.notes.append("fast_p against torch.compile needs its time per task "
+                             "(the manifest's compile_ms), which this trace does not record: "
+                             "those columns are empty")
     out.tables["strategies"] = metrics.strategy_table_trace(steps)
     out.tables["speedup_curves"] = metrics.speedup_curves_trace(steps)
     out.figures["speedup"] = plots.to_png(plots.speedup_figure(out.tables["speedup_curves"]))

@@ -5,10 +5,16 @@
 #   PHASE=k0: `kernelband tasks k0` on the problems SELECT picks (default level1; level2,
 #     level3, level1:1-50, ...): the torch.compile k0 of each, checked; k0-SELECT/ holds the k0
 #     files, k0.json and k0-report.json, and k0-SELECT.txt the per-level table.
+#   PHASE=timing: `kernelband tasks check --out` on the problems SELECT picks: our eager
+#     reference timings (ref-SELECT.json; with COMPILE=1 also torch.compile's, --compile-timing),
+#     then benchmarks/kernelbench_published.py over every ref-*.json of OUT_DIR against the
+#     authors' H100 timings (published.txt, published.json; DATA_DIR needs changelog/ and
+#     results/timing/ beside the levels).
 # DATA_DIR is a KernelBench folder (level1/ level2/ level3/); run from the repository root:
 #
 #   PHASE=check bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
 #   PHASE=k0 SELECT=level1 bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
+#   PHASE=timing SELECT=level1:1-50 bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
 #
 # Other settings (environment): STATE_DIR (caches, default .gpu-run/ of the checkout),
 # CHECK_WALL (330 s for the cold load), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
@@ -58,7 +64,19 @@ elif [ "$phase" = k0 ]; then
     > "$out_dir/k0-$name.txt" 2> "$out_dir/k0-$name.err"
   echo "k0 $select: rc $?" >> "$out_dir/run.txt"
   cat "$out_dir/k0-$name.txt"
+elif [ "$phase" = timing ]; then
+  select=${SELECT:-level1}
+  name=$(echo "$select" | tr ':/' '--')
+  extra=(); [ "${COMPILE:-0}" = 1 ] && extra=(--compile-timing)
+  timeout "$max_seconds" python3 -m kernelband.cli tasks check \
+    --tasks "kernelbench:$data@$select" --device cuda --timeout "${K0_TIMEOUT:-300}" \
+    --out "$out_dir/ref-$name.json" "${extra[@]}" > "$out_dir/ref-$name.txt" \
+    2> "$out_dir/ref-$name.err"
+  echo "timing $select: rc $?" >> "$out_dir/run.txt"
+  python3 benchmarks/kernelbench_published.py --ours "$out_dir"/ref-*.json \
+    --kernelbench "$data" --json "$out_dir/published.json" > "$out_dir/published.txt"
+  head -8 "$out_dir/published.txt"
 else
-  echo "PHASE must be check or k0" >&2; exit 2
+  echo "PHASE must be check, k0 or timing" >&2; exit 2
 fi
 cat "$out_dir/run.txt"

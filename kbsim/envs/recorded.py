@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from kbsim.envs.data import I_MAX_TASK_KERNELS, NEVER_SHOWN, empty_env
 from kbsim.strategies import N_STRATEGIES, STRATEGIES
+from kbsim.trace.schema import K0_STRATEGY
 
 STEPS_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -121,6 +122,9 @@ def compile_recorded(
     (signature timing: `kbsim.envs.reveal.apply_reveal` with ``fields["kernel_rows"]``)."""
     check_columns(steps, kernels)
     sdf = steps.select(list(STEPS_COLUMNS)).to_pandas()
+    # a k0 step (the proposer's first kernel, NOTE D100) is no policy attempt: its kernel is
+    # the parent of the task's first attempt, as any k0
+    sdf = sdf[sdf["strategy"] != K0_STRATEGY]
     optional = [c for c in OPTIONAL_KERNELS_COLUMNS if c in kernels.column_names]
     kdf = kernels.select([*KERNELS_COLUMNS, *optional]).to_pandas()
     kernel_rows: dict[tuple[str, str], int] = {}

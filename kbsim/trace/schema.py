@@ -31,6 +31,13 @@ STATUSES: tuple[str, ...] = (
     "rejected",
 )
 
+#: the `strategy` of a k0 step: step 0 of a task whose first kernel the LLM proposer wrote from
+#: the reference (KernelBench without a k0 file); its `parent_id` is `K0_PARENT` (no kernel) and
+#: the policy's attempts follow from step 1. Readers of the policy's attempts leave it out.
+#: NOTE (D100): a value outside kbsim.strategies.STRATEGIES, in the existing columns
+K0_STRATEGY = "k0"
+K0_PARENT = "reference"
+
 _ts = pa.timestamp("us", tz="UTC")
 
 STEPS_SCHEMA = pa.schema(

@@ -190,6 +190,14 @@ class TraceWriter:
             self.manifest["tasks"] = _union(self.manifest["tasks"], new_tasks)
             self._manifest_dirty = True
 
+    def set_compile_ms(self, task_id: str, ms: float) -> None:
+        """Record `task_id`'s ``torch.compile`` time (ms, its baseline for KernelBench's
+        ``fast_p``) in the manifest's ``compile_ms``; written with the next flush."""
+        self._check_open()
+        self.manifest.setdefault("compile_ms", {})[task_id] = float(ms)
+        self._manifest_dirty = True
+        self.flush()
+
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"TraceWriter for {self.path} is closed")

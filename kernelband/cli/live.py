@@ -110,7 +110,13 @@ def live(**values: Any) -> None:
 
         parse_policy(config.policy)
         # a benchmark's gold checks run (or come from the cache) here, with a progress bar
-        resolve_tasks(config.tasks, LoadOptions(progress=not values["quiet"]))
+        from live.runner.k0_step import check_k0_sources, refuse_without_k0
+        from live.tasks.registry import tasks_without_k0
+
+        # tasks without a k0 need a proposer that writes one: said before any gold check runs
+        refuse_without_k0(tasks_without_k0(config.tasks) or [], proposer)
+        check_k0_sources(resolve_tasks(config.tasks, LoadOptions(progress=not values["quiet"])),
+                         proposer)
         if values["backend"] != "ray" and (values["address"] or values["actors"] is not None):
             raise ValueError("--address and --actors need --backend ray")
         if values["actors"] is not None and values["actors"] < 1:

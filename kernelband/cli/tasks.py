@@ -131,7 +131,9 @@ def _loaded_json(loaded, checks: list | None = None) -> str:  # noqa: ANN001
                                  for t in loaded.tasks if t.shape_verdicts},
               "skipped": [s.to_dict() for s in loaded.skipped]}
     if checks is not None:
-        record["checks"] = [c.result.to_dict() for c in checks]
+        record["checks"] = [{**c.result.to_dict(), **({} if c.compiled is None else {
+            "compile_ms": c.compile_ms, "compile_status": c.compiled.status})}
+            for c in checks]
     return json.dumps(record, indent=2, default=str)
 
 
@@ -191,17 +193,22 @@ def _resolve_or_fail(task_spec: str) -> list:
 @click.option("--gpu-memory", "gpu_memory_gib", type=float, default=None,
               help="GiB of GPU memory the evaluator may plan for (emulate a smaller card); "
               "shapes that cannot fit are dropped with a note [the whole card].")
+@click.option("--compile-timing", is_flag=True, default=False,
+              help="With --out: also time each task's reference under torch.compile (tasks "
+              "that have one: KernelBench), as k0's baseline by the same protocol "
+              "(compile_ms); each compiles in its check, tens of seconds a problem.")
 @_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float,
-          gpu_memory_gib: float | None, no_cache: bool, check_workers: int | None,
-          as_json: bool) -> None:
+          gpu_memory_gib: float | None, compile_timing: bool, no_cache: bool,
+          check_workers: int | None, as_json: bool) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
     interpreter wall clock, flagged as such, never GPU figures. A benchmark spec
     (tritonbench:PATH) is checked while it loads (in parallel sandboxed workers, results
     cached on disk; --no-cache re-checks) and ends with a table of the skipped operators;
-    --out then also times every passing k0 against its reference.
+    --out then also times every passing k0 against its reference (and with
+    --compile-timing against the reference under torch.compile).
 
     \b
     Example:
@@ -238,6 +245,8 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                    f"{_fmt(r.speedup, '.3f'):>8} {_fmt(cv, '.2f'):>6}  {r.timing_backend}")
         if r.error:
             click.echo(f"    {r.error}")
+        if c.compiled is not None:
+            click.echo(f"    torch.compile {_fmt(c.compile_ms)} ms ({c.compiled.status})")
 
     from live.evaluator import Evaluator, EvaluatorConfig
 
@@ -245,7 +254,8 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                                    compile_timeout_s=timeout_s,
                                    gpu_memory_gib=gpu_memory_gib)) as ev:
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
-                                   on_result=show, evaluator=ev, tasks=loaded.tasks)
+                                   on_result=show, evaluator=ev, tasks=loaded.tasks,
+                                   compile_timing=compile_timing)
         for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
             if not as_json:
                 for note in notes:

@@ -1,7 +1,9 @@
 """Gold-vs-gold check of a task suite: each task's k0 against its reference, in the real evaluator.
 
 ``check_tasks`` records per task the reference and k0 timings on this machine (the machine's
-baseline), and whether k0 passed; ``write_reference_timings`` keeps them as JSON.
+baseline), whether k0 passed, and for a task with a ``compiled_reference`` (KernelBench) the
+reference under ``torch.compile`` timed by the same protocol (``compile_ms``);
+``write_reference_timings`` keeps them as JSON.
 ``kernelband tasks check`` is a thin wrapper.
 """
 
@@ -27,6 +29,14 @@ class GoldCheck:
 
     task_id: str
     result: EvalResult
+    #: the reference under torch.compile as k0's baseline (`Task.compiled_reference`): its
+    #: time is this result's ``ref_ms``; None for a task without one or a failed k0
+    compiled: EvalResult | None = None
+
+    @property
+    def compile_ms(self) -> float | None:
+        ok = self.compiled is not None and self.compiled.status == "ok"
+        return self.compiled.ref_ms if ok and self.compiled is not None else None
 
     @property
     def passed(self) -> bool:
@@ -42,9 +52,11 @@ def check_tasks(
     on_result: Callable[[GoldCheck], None] | None = None,
     evaluator: Evaluator | None = None,
     tasks: Sequence[Any] | None = None,
+    compile_timing: bool = False,
 ) -> tuple[list[GoldCheck], dict[str, Any]]:
     """Evaluate every task's k0 against its reference; returns the checks and the device info.
-    `tasks`: the spec's tasks when the caller has loaded them already."""
+    `tasks`: the spec's tasks when the caller has loaded them already. `compile_timing`: also
+    time a passing k0 against the task's ``compiled_reference`` (``GoldCheck.compiled``)."""
     tasks = list(tasks) if tasks is not None else resolve_tasks(task_spec)
     if names:
         wanted = set(names)
@@ -56,7 +68,13 @@ def check_tasks(
     try:
         info = ev.device_info
         for task in tasks:
-            check = GoldCheck(task.name, ev.evaluate(task.name, task.k0, seed=0))
+            result = ev.evaluate(task.name, task.k0, seed=0)
+            compiled = None
+            if (compile_timing and result.status == "ok"
+                    and task.compiled_reference is not None):
+                compiled = ev.evaluate(task.name, task.k0, seed=0,
+                                       baseline_code=task.compiled_reference)
+            check = GoldCheck(task.name, result, compiled)
             checks.append(check)
             if on_result is not None:
                 on_result(check)
@@ -86,6 +104,11 @@ def write_reference_timings(path: str | Path, task_spec: str, checks: Sequence[G
                 "k0_shape_ms": c.result.shape_ms,
                 "speedup": c.result.speedup,
                 "timing_cv": c.result.timing_cv,
+                **({} if c.compiled is None else {
+                    "compile_ms": c.compile_ms,
+                    "compile_shape_ms": c.compiled.ref_shape_ms,
+                    "compile_status": c.compiled.status,
+                    "compile_error": c.compiled.error}),
             }
             for c in checks
         },

@@ -63,3 +63,12 @@ class Proposer(Protocol):
     def propose(
         self, task: Task, parent: ParentInfo, strategy: str, *, seed: int, sample_index: int
     ) -> Proposal: ...
+
+
+@runtime_checkable
+class K0Writer(Protocol):
+    """A proposer that can also write a task's first kernel from its reference (step 0 of a
+    task without a k0 of its own, NOTE D100). Satisfied by the LLM proposers (``openai``,
+    ``cassette``); the mutate proposer only edits kernels."""
+
+    def write_k0(self, task: Task, *, seed: int) -> Proposal: ...

@@ -58,8 +58,11 @@ def _parses(code: str) -> ast.Module | None:
 
 
 def _defines(tree: ast.Module, entry: str) -> bool:
+    """Whether the module defines `entry` at its top level: a function, or a class (a
+    KernelBench candidate's ``ModelNew``)."""
     return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.name == entry
         for node in tree.body
     )
 

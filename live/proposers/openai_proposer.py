@@ -18,7 +18,7 @@ from live.proposers.cassette import ON_MISS, CassetteMiss
 from live.proposers.extract import extract_code
 from live.proposers.llm import ChatClient, ChatRequest
 from live.proposers.pricing import PriceTable
-from live.proposers.prompting import build_messages
+from live.proposers.prompting import build_k0_messages, build_messages
 from live.tasks.base import Task
 
 
@@ -66,20 +66,35 @@ class LLMProposer:
     def propose(
         self, task: Task, parent: ParentInfo, strategy: str, *, seed: int, sample_index: int
     ) -> Proposal:
-        if self.budget is not None:
-            reason = self.budget.exhausted()
-            if reason is not None:
-                return Proposal(status="llm_error", code=None, error=reason, model=self.model,
-                                cost_usd=0.0)
         # NOTE (D5): cassettes key on the prompt without the parent's measurements (runtime,
         # profile and its verdict, compile metadata): they differ between machines and runs,
         # and a recorded run must replay elsewhere; the parent's code and the strategy remain.
         unmeasured = ParentInfo(kernel_id=parent.kernel_id, code=parent.code, ms=None,
                                 ref_ms=None)
+        return self._ask(
+            task, tuple(build_messages(task, parent, strategy, self.prompt_dir)),
+            tuple(build_messages(task, unmeasured, strategy, self.prompt_dir)),
+            seed=seed, sample_index=sample_index)
+
+    def write_k0(self, task: Task, *, seed: int) -> Proposal:
+        """The task's first kernel, written from its reference (a live run's step 0 where the
+        task has no k0 of its own: NOTE D100)."""
+        messages = tuple(build_k0_messages(task, self.prompt_dir))
+        return self._ask(task, messages, messages, seed=seed, sample_index=0)
+
+    def _ask(self, task: Task, messages: tuple[dict[str, str], ...],
+             key_messages: tuple[dict[str, str], ...], *, seed: int,
+             sample_index: int) -> Proposal:
+        """One exchange and its code extraction, as a `Proposal`."""
+        if self.budget is not None:
+            reason = self.budget.exhausted()
+            if reason is not None:
+                return Proposal(status="llm_error", code=None, error=reason, model=self.model,
+                                cost_usd=0.0)
         request = ChatRequest(
             model=self.model,
-            messages=tuple(build_messages(task, parent, strategy, self.prompt_dir)),
-            key_messages=tuple(build_messages(task, unmeasured, strategy, self.prompt_dir)),
+            messages=messages,
+            key_messages=key_messages,
             temperature=self.temperature,
             sample_index=sample_index,
             seed=seed,

@@ -156,3 +156,30 @@ def build_messages(
         {"role": "system", "content": load_template("system", prompt_dir).strip()},
         {"role": "user", "content": user.strip()},
     ]
+
+
+def k0_contract_in_words(task: Task) -> str:
+    """The contract of a first kernel, which has no parent to copy a signature from."""
+    if task.call_style == "dps":
+        return contract_in_words(task, "")
+    return (
+        f"The module must define `{task.entry}` with the reference's constructor arguments and "
+        "forward arguments (a class when the reference is a class, such as `ModelNew(nn.Module)` "
+        "for `Model`); it allocates and returns the same results (same shapes, dtypes and "
+        "order), computed by Triton kernels it launches. Do not modify the inputs."
+    )
+
+
+def build_k0_messages(task: Task, prompt_dir: str | Path | None = None) -> list[dict[str, str]]:
+    """[system, user] chat messages asking for a task's first kernel (k0) from its reference,
+    as the task's description gives it (step 0 of a live run: NOTE D100)."""
+    user = Template(load_template("k0", prompt_dir)).substitute(
+        task_name=task.name,
+        category=task.category,
+        task_description=task.description.strip(),
+        contract=k0_contract_in_words(task),
+    )
+    return [
+        {"role": "system", "content": load_template("system", prompt_dir).strip()},
+        {"role": "user", "content": user.strip()},
+    ]

@@ -8,6 +8,7 @@ from typing import Any
 
 from kbsim.policies.episode import Choice
 from kbsim.trace.rows import kernel_row as build_kernel_row
+from kbsim.trace.schema import K0_PARENT, K0_STRATEGY
 from live.evaluator import EvalResult
 from live.proposers.base import Proposal
 from live.runner.kernels import KernelInfo
@@ -78,4 +79,43 @@ def step_row(*, run_id: str, task_id: str, step: int, policy: str, seed: int, ch
         "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None,
         "eval_latency_s": eval_latency_s,
         "profile_latency_s": profile_latency_s,
+    }
+
+
+def k0_step_row(*, run_id: str, task_id: str, policy: str, seed: int, proposal: Proposal,
+                status: str, error: str | None, child_id: str | None,
+                child_ms: float | None, ref_ms: float | None,
+                eval_latency_s: float | None) -> dict[str, Any]:
+    """A STEPS_SCHEMA row for a k0 step: step 0 of a task whose first kernel the proposer wrote
+    from the reference (`live.runner.k0_step`; NOTE D100): no parent kernel, no policy choice,
+    reward 0."""
+    ok = status == "ok"
+    child_ms = _finite(child_ms) if ok else None
+    ref_ms = _finite(ref_ms)
+    return {
+        "run_id": run_id,
+        "task_id": task_id,
+        "step": 0,
+        "time": datetime.now(timezone.utc),
+        "policy": policy,
+        "seed": seed,
+        "logging_propensity": None,
+        "cluster": -1,
+        "parent_id": K0_PARENT,
+        "strategy": K0_STRATEGY,
+        "child_id": child_id,
+        "status": status,
+        "error": error,
+        "parent_ms": None,
+        "child_ms": child_ms,
+        "ref_ms": ref_ms,
+        "speedup_vs_ref": ref_ms / child_ms if ok and child_ms and ref_ms else None,
+        "reward": 0.0,
+        "llm_model": proposal.model,
+        "prompt_tokens": proposal.prompt_tokens,
+        "completion_tokens": proposal.completion_tokens,
+        "llm_latency_s": proposal.latency_s,
+        "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None,
+        "eval_latency_s": eval_latency_s,
+        "profile_latency_s": None,
     }

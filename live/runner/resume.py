@@ -11,6 +11,7 @@ import numpy as np
 
 from kbsim.trace.reader import load_trace
 from kbsim.trace.reveals import Reveal, load_reveals
+from kbsim.trace.schema import K0_STRATEGY
 from live.runner.config import RunConfig
 from live.runner.kernels import KernelInfo, features
 
@@ -99,10 +100,17 @@ class RecordedRun:
                 if tid == task_id and (error := self.own_failure(tid, kid)) is not None}
 
     def steps_of(self, task_id: str) -> list[dict[str, Any]]:
-        return self._steps.get(task_id, [])
+        """The policy's recorded attempts of `task_id` (a k0 step left out)."""
+        return [r for r in self._steps.get(task_id, []) if r["strategy"] != K0_STRATEGY]
+
+    def k0_step(self, task_id: str) -> dict[str, Any] | None:
+        """The recorded k0 step of `task_id` (the proposer's first kernel, NOTE D100), if
+        the run wrote one."""
+        return next((r for r in self._steps.get(task_id, [])
+                     if r["strategy"] == K0_STRATEGY), None)
 
     def ref_ms(self, task_id: str) -> float | None:
-        values = [r["ref_ms"] for r in self.steps_of(task_id) if _float(r["ref_ms"])]
+        values = [r["ref_ms"] for r in self._steps.get(task_id, []) if _float(r["ref_ms"])]
         return float(np.median(values)) if values else None
 
     def kernel_info(self, task_id: str, kid: str, *, parent_id: str | None,

@@ -35,9 +35,10 @@ from live.profiler.provider import SignatureProvider, SignatureTiming
 from live.proposers.base import Proposer
 from live.proposers.budget import Budget
 from live.runner.config import RunConfig
+from live.runner.k0_step import check_k0_sources, k0_proposal
 from live.runner.kernels import KernelInfo, features
 from live.runner.progress import Progress, TaskStatus
-from live.runner.records import kernel_row
+from live.runner.records import k0_step_row, kernel_row
 from live.runner.resume import RecordedRun, load_recorded
 from live.runner.wiring import wire
 from live.runner.world import Evaluation, TaskWorld
@@ -90,6 +91,7 @@ class LiveRunner:
         self.resume = resume
         self.run_id = config.resolved_run_id
         self.tasks: list[Task] = resolve_tasks(config.tasks)
+        check_k0_sources(self.tasks, proposer)
         # the evaluator, profiler and device locks, wired once (live.runner.wiring)
         self.parts = wire(config, len(self.tasks), evaluator=evaluator, profiler=profiler,
                           device_lock=device_lock)
@@ -256,13 +258,18 @@ class LiveRunner:
         status = TaskStatus()
         episode = Episode(self.spec, task.name, self.config.seed, self.config.steps + 1)
         cache: dict[str, Evaluation] = {}
-        k0 = self._initial_kernel(task, recorded, cache)
+        if task.k0_is_reference:
+            k0 = self._written_k0(task, recorded, cache)
+        else:
+            k0 = self._initial_kernel(task, recorded, cache)
         if k0 is None:
             self.progress.update(task.name, status, note="k0 failed")
             return TaskSummary(task.name, 0, None, None, None, None, None,
                                {"k0_failed": 1}, stopped="the task's k0 failed evaluation",
                                notes=self._notes(task))
         episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
+        if task.compiled_reference is not None:
+            self._time_compiled(task, k0, recorded)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):
                 kernel = recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
@@ -270,7 +277,8 @@ class LiveRunner:
                                                  ref_ms=kernel.ref_ms if kernel else None))
                 if kernel is not None and self.signatures is not None:
                     self.signatures.remember(task.name, kid, kernel.code, kernel.roofline)
-        world = TaskWorld(self, task, status, cache, recorded)
+        world = TaskWorld(self, task, status, cache, recorded,
+                          first_step=1 if task.k0_is_reference else 0)
         stopped = episode.run(world, self.config.steps,
                               lambda: None if world.replaying else self._stop_reason())
         best: KernelInfo = episode.members[episode.best()]
@@ -306,6 +314,54 @@ class LiveRunner:
         if outcome.kernel is None:
             log.error("%s: k0 failed evaluation: %s", task.name, outcome.error)
         return outcome.kernel
+
+    def _written_k0(self, task: Task, recorded: RecordedRun | None,
+                    cache: dict[str, Evaluation]) -> KernelInfo | None:
+        """k0 written by the proposer from the reference, recorded as the task's step 0
+        (`live.runner.k0_step`, NOTE D100); from the trace when resuming."""
+        row = recorded.k0_step(task.name) if recorded is not None else None
+        if row is not None:
+            kid = row["child_id"]
+            kernel = (recorded.kernel_info(task.name, kid, parent_id=None, chain=[])
+                      if recorded is not None and kid else None)
+            if kernel is None:
+                log.error("%s: k0 step failed (recorded): %s: %s", task.name, row["status"],
+                          row["error"])
+                return None
+            cache[kid] = Evaluation("ok", kernel=kernel, kernel_id=kid, ref_ms=kernel.ref_ms)
+            return kernel
+        proposal = k0_proposal(self.proposer, task, self.config.seed)
+        outcome = Evaluation(proposal.status, proposal.error)
+        if proposal.status == "ok" and proposal.code is not None:
+            outcome = self.evaluate(task, proposal.code, parent_id=None, chain=[], seed=0)
+            cache[outcome.kernel_id] = outcome
+        kernel = outcome.kernel
+        self.write_step(k0_step_row(
+            run_id=self.run_id, task_id=task.name, policy=str(self.spec),
+            seed=self.config.seed, proposal=proposal, status=outcome.status,
+            error=outcome.error, child_id=outcome.kernel_id,
+            child_ms=kernel.ms if kernel is not None else None, ref_ms=outcome.ref_ms,
+            eval_latency_s=outcome.eval_latency_s))
+        if kernel is None:
+            log.error("%s: k0 step failed: %s: %s", task.name, outcome.status, outcome.error)
+        return kernel
+
+    def _time_compiled(self, task: Task, k0: KernelInfo, recorded: RecordedRun | None) -> None:
+        """The reference under ``torch.compile``, timed once per task by the evaluator's
+        protocol (as the baseline of k0's timing) and kept in the manifest's ``compile_ms``,
+        from which `kernelband analyze` fills in ``fast_p`` against ``torch.compile``."""
+        if recorded is not None and task.name in (recorded.manifest.get("compile_ms") or {}):
+            return
+        assert task.compiled_reference is not None and self.writer is not None
+        with self.parts.serial_lock:
+            result = self.evaluator.evaluate(task.name, k0.code, seed=0,
+                                             baseline_code=task.compiled_reference)
+        if result.status != "ok" or result.ref_ms is None:
+            log.warning("%s: torch.compile was not timed: %s: %s", task.name, result.status,
+                        result.error)
+            return
+        with self._writer_lock:
+            self.writer.set_compile_ms(task.name, result.ref_ms)
 
     @property
     def profiling(self) -> bool:

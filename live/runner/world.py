@@ -52,8 +52,11 @@ class TaskWorld:
     """One task of a live run as the world of its `Episode` (see the module docstring)."""
 
     def __init__(self, runner: LiveRunner, task: Task, status: TaskStatus,
-                 cache: dict[str, Evaluation], recorded: RecordedRun | None) -> None:
+                 cache: dict[str, Evaluation], recorded: RecordedRun | None,
+                 first_step: int = 0) -> None:
         self.runner = runner
+        #: the trace's step of the policy's first attempt (1 after a k0 step, NOTE D100)
+        self.first_step = first_step
         self.task = task
         self.status = status
         self.cache = cache
@@ -146,7 +149,8 @@ class TaskWorld:
         evaluation = note.evaluation
         child = episode.members[result.child] if result.child is not None else None
         row = step_row(
-            run_id=self.runner.run_id, task_id=self.task.name, step=result.index,
+            run_id=self.runner.run_id, task_id=self.task.name,
+            step=self.first_step + result.index,
             policy=str(episode.spec), seed=episode.seed, choice=choice, parent=parent,
             proposal=note.proposal, status=evaluation.status, error=evaluation.error,
             child_id=evaluation.kernel_id, child_ms=child.ms if child else None,

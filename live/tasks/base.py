@@ -126,6 +126,12 @@ class Task:
         max_check_share: the most of the card's usable memory one live check may need; larger
             perf shapes are left out of live checks with a note (None: every shape that fits).
             NOTE (D78).
+        k0_is_reference: ``k0`` is the reference's own code (what a gold-vs-gold check runs),
+            not a solution: a live run has the LLM proposer write k0 from the reference at
+            step 0 (KernelBench without a k0 file; NOTE D100).
+        compiled_reference: optional source of a candidate module that runs the reference
+            under ``torch.compile`` (default mode): timed once per task as a second baseline
+            (``compile_ms``: KernelBench's ``fast_p`` against ``torch.compile``).
     """
 
     name: str
@@ -157,6 +163,8 @@ class Task:
     max_checked_shapes: int | None = None
     measured_peak_bytes: dict[int, int] = field(default_factory=dict)
     max_check_share: float | None = None
+    k0_is_reference: bool = False
+    compiled_reference: str | None = None
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:

@@ -17,7 +17,7 @@ from live.tasks.sources.builtin import BUILTIN_TASKS, builtin_task
 
 __all__ = ["BUILTIN_TASKS", "TRITONBENCH_PREFIX", "builtin_task", "canonical_spec",
            "load_tasks", "resolve_task", "resolve_tasks", "resolve_tasks_and_skipped",
-           "task_language"]
+           "task_language", "tasks_without_k0"]
 
 TRITONBENCH_PREFIX = "tritonbench:"
 
@@ -77,3 +77,12 @@ def task_language(spec: str, name: str) -> str:
     """The kernel language of task ``name`` in ``spec`` (``Task.language``), cheaply."""
     prefix, arg = parse_spec(spec)
     return source_module(prefix).language_of(arg, name)
+
+
+def tasks_without_k0(spec: str) -> list[str] | None:
+    """Names of the tasks of ``spec`` that have no k0 of their own (`Task.k0_is_reference`),
+    where its source can tell before loading (KernelBench: from the selector); None where it
+    cannot (its tasks are then judged once loaded)."""
+    prefix, arg = parse_spec(spec)
+    without = getattr(source_module(prefix), "without_k0", None)
+    return None if without is None else list(without(arg))

@@ -1,2 +1,3 @@
 """Prompt templates (package data): ``system.txt``, ``user.txt`` (the frame) and one guidance file
-per strategy, ``<strategy>.txt``. Placeholders use ``string.Template`` syntax (``$name``)."""
+per strategy, ``<strategy>.txt``, and ``k0.txt`` (the first kernel, written from the
+reference). Placeholders use ``string.Template`` syntax (``$name``)."""

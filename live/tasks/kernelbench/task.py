@@ -69,6 +69,21 @@ def gold_candidate(source: str) -> str:
             "    \"\"\"The reference itself, as a candidate (gold vs gold).\"\"\"\n")
 
 
+def compiled_candidate(source: str) -> str:
+    """The problem's own code with ``ModelNew``'s forward under ``torch.compile`` (inductor,
+    default mode; compiled at its first call): the second baseline of KernelBench's ``fast_p``,
+    timed by the evaluator's protocol as a baseline module (`Task.compiled_reference`)."""
+    return (source.rstrip() + "\n\n\nimport torch as _kb_torch  # noqa: E402\n\n\n"
+            "class ModelNew(Model):\n"
+            "    \"\"\"The reference under torch.compile (default mode).\"\"\"\n\n"
+            "    def forward(self, *args):\n"
+            "        compiled = self.__dict__.get(\"_kb_compiled\")\n"
+            "        if compiled is None:\n"
+            "            compiled = _kb_torch.compile(super().forward)\n"
+            "            self.__dict__[\"_kb_compiled\"] = compiled\n"
+            "        return compiled(*args)\n")
+
+
 def _device_of(values: tuple) -> str:
     for value in values:
         if isinstance(value, torch.Tensor):
@@ -233,4 +248,6 @@ def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | 
         shape_verdicts={int(k): ShapeVerdict(**v)
                         for k, v in (meta.get("verdicts") or {}).items()},
         measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()},
+        k0_is_reference=problem.k0_path is None,
+        compiled_reference=compiled_candidate(source),
     )

@@ -1,7 +1,8 @@
 """The TritonBench-G file format: operator files, performance scripts, and running them.
 
 - an *operator file* ``<op>.py`` holds Triton code, then a separator line of exactly 146 ``#``,
-  then test code that leaves its results in a module-level ``result_gold``;
+  then test code that leaves its results in a module-level ``result_gold`` (or, as the
+  upstream benchmark's files also do, under another name: `results_variable`);
 - a *performance script* ``<op>_perf.py`` imports the operator's function(s) (``from
   <pkg>.<op> import fn``) and ``Performance_Metrics`` (from ``performance_utils``), and subclasses
   it: ``get_input_tensors()`` fills ``self.input_tensors``, ``to_cuda(t)`` moves one entry to the
@@ -30,6 +31,75 @@ from live.tasks.loading import import_source
 SEPARATOR = "#" * 146
 PERF_SUFFIX = "_perf.py"
 NAME_PREFIX = "tritonbench/"
+
+
+#: where the test code's results are read
+RESULT_NAME = "result_gold"
+#: the module-level name a test function's dropped return value is kept under
+CAPTURED_NAME = "_kb_result_gold"
+
+
+def _call_of(node: ast.AST, functions: set[str]) -> bool:
+    """Whether `node` calls one of the test code's own functions by name."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in functions)
+
+
+def _single_name(node: ast.stmt) -> str | None:
+    """The one name an assignment binds (``x = ...`` / ``x: T = ...``), else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target = node.target
+    else:
+        return None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _is_dict(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Dict) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "dict")
+
+
+def results_variable(test_code: str) -> tuple[str, str | None]:
+    """(test code to run, the module-level name its results are left under; None: none found).
+
+    ``result_gold`` when the test code assigns it at the top level. Otherwise the test's
+    returned results: the last top-level statement that calls one of the test code's own
+    functions, either assigned (``test_results = test_op()``: that name) or called bare
+    (``test_op()``: that one line becomes ``_kb_result_gold = test_op()``, nothing else of the
+    test code changes). Otherwise the last-built results dict: the last top-level name bound to
+    ``{...}`` or ``dict(...)`` (test code that fills a module-level dict).
+    """
+    try:
+        tree = ast.parse(test_code)
+    except SyntaxError:
+        return test_code, None
+    body = tree.body
+    bound = {t.id for node in body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    bound |= {name for node in body if (name := _single_name(node)) is not None}
+    if RESULT_NAME in bound:
+        return test_code, RESULT_NAME
+    functions = {node.name for node in body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in reversed(body):
+        name = _single_name(node)
+        if name is not None and _call_of(getattr(node, "value", None), functions):
+            return test_code, name
+        if isinstance(node, ast.Expr) and _call_of(node.value, functions):
+            lines = test_code.splitlines(keepends=True)
+            row = node.lineno - 1
+            line = lines[row]
+            lines[row] = (line[:node.col_offset] + f"{CAPTURED_NAME} = "
+                          + line[node.col_offset:])
+            return "".join(lines), CAPTURED_NAME
+    for node in reversed(body):
+        name = _single_name(node)
+        if name is not None and _is_dict(getattr(node, "value", None)):
+            return test_code, name
+    return test_code, None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from live.tasks.tritonbench.format import (
     module_code,
     operator_source,
     perf_class,
+    results_variable,
     retarget,
     split_operator_file,
 )
@@ -386,13 +387,18 @@ def flatten_outputs(value: Any) -> tuple:
 
 def result_gold_of(code: str, test_code: str, device: str, stem: str) -> Any:
     """Run ``code`` followed by the (retargeted) test code under the seeded RNG state; return
-    its ``result_gold``."""
+    its results: ``result_gold``, or where the test code keeps them under another name, the
+    test's returned or last-built results dict (`results_variable`)."""
+    test_code, name = results_variable(test_code)
+    if name is None:
+        raise ValueError("the test code leaves no results: no result_gold, no top-level call "
+                         "of its test function, no module-level results dict")
     scrub_device_memory()
     with checked_state(TEST_CODE_SEED):
         module = import_source(code + "\n\n" + retarget(test_code, device) + "\n", stem)
-    if not hasattr(module, "result_gold"):
-        raise ValueError("the test code defines no result_gold")
-    return module.result_gold
+    if not hasattr(module, name):
+        raise ValueError(f"the test code did not set {name}")
+    return getattr(module, name)
 
 
 #: NOTE (D76): runs of the gold test code merged into the expected ``result_gold`` when a
