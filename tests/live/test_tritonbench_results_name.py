@@ -103,3 +103,16 @@ def test_operators_load_and_judge_candidates_by_their_own_results(tmp_path: Path
     wrong = task.k0.replace("x + y", "x - y")
     problem = task.source_check(wrong, "cpu")
     assert problem is not None and "test_case_1" in problem
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_only_operators_without_result_gold_are_checked_again(variant: str) -> None:
+    """The rule for other names changed what a check does only for test code that does not
+    bind ``result_gold``: only those operators' check-cache keys changed, so the verdicts kept
+    for the others (a recording's seeded check cache) are still read."""
+    from live.tasks.tritonbench import ADAPTER_VERSION, _item
+    from live.tasks.tritonbench.format import OperatorSource
+
+    test_code, name = VARIANTS[variant]
+    source = OperatorSource("add", CODE, test_code, MINI / "TritonBench_G_mini" / "add.py", None)
+    assert (ADAPTER_VERSION in _item(source).contents) == (name != "result_gold")

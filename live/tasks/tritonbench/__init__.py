@@ -19,6 +19,7 @@ instead of silently counting them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,12 @@ __all__ = ["NAME_PREFIX", "PERF_SUFFIX", "SEPARATOR", "OperatorMeta", "OperatorS
            "load_checked", "load_tritonbench", "make_inputs", "move_entry", "operator_meta",
            "retarget", "seeded_rng", "split_operator_file", "tritonbench_task"]
 
-#: part of every operator's check-cache key: bump when what a check of an operator does here
-#: changes (2: test code that keeps its results under another name than result_gold)
+#: part of the check-cache key of an operator whose test code does not bind ``result_gold``:
+#: bump when what a check of such an operator does here changes (2: results kept under another
+#: name). An operator that binds it is checked as before, so its key, and the verdicts kept
+#: for it (a recording's seeded check cache), stay as they were.
 ADAPTER_VERSION = b"tritonbench-adapter-2"
+_BINDS_RESULT_GOLD = re.compile(r"^\s*result_gold\s*[:=]", re.MULTILINE)
 #: seconds a plain-script run may take (the benchmark's own scripts took 4-30 s on an H200)
 PLAIN_SCRIPT_TIMEOUT_S = 60.0
 
@@ -82,7 +86,8 @@ def _item(source: OperatorSource) -> CheckItem:
         contents.append(source.perf_path.read_bytes())
         utils = performance_utils_path(source.perf_path.parent)
         contents.append(utils.read_bytes() if utils is not None else b"")
-    contents.append(ADAPTER_VERSION)
+    if not _BINDS_RESULT_GOLD.search(source.test_code):
+        contents.append(ADAPTER_VERSION)
     plain = Call(f"{source.op}", worker_function_name(run_plain_script),
                  {"operator_path": str(source.operator_path)}, PLAIN_SCRIPT_TIMEOUT_S)
     return CheckItem(source.op, NAME_PREFIX + source.op, tuple(contents), plain,
