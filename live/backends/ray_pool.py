@@ -59,7 +59,8 @@ class EvaluatorActor:
         if profile:
             cache_dir = _usable_dir(profile_cache_dir)
             self.profiler = NcuProfiler(task_spec, cache_dir=cache_dir,
-                                        device=self.evaluator.device)
+                                        device=self.evaluator.device,
+                                        dropped_shapes=self.evaluator.dropped_shapes)
             if self.gpu_lock is not None:  # the device alone only while ncu measures
                 self.profiler.device_gate = self.gpu_lock.exclusive
 

@@ -214,6 +214,13 @@ class Evaluator:
             notes += self.memory_plan.notes().get(task_name, [])
         return notes
 
+    def dropped_shapes(self, task_name: str) -> list[int]:
+        """The perf-shape indices of `task_name` not run: the load-time gold check's dropped
+        ones (D73) and the memory plan's; a worker's rebuilt task holds neither."""
+        dropped = self._verdicts.get(task_name, ([], [], []))[0]
+        planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
+        return sorted({*dropped, *planned})
+
     @property
     def memory_plan_info(self) -> dict[str, Any] | None:
         """The plan as plain data for the trace manifest (None without a plan)."""
@@ -349,10 +356,10 @@ class Evaluator:
                    "exclusive_timing": self.gpu_lock is not None}
         if self._signal is not None:
             request["step_aside_flag"] = self._signal.path
-        dropped, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
-        planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
-        if dropped or planned:
-            request["drop_shapes"] = sorted({*dropped, *planned})
+        _, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
+        dropped = self.dropped_shapes(task_name)
+        if dropped:
+            request["drop_shapes"] = dropped
         if unchecked:
             request["unchecked_shapes"] = list(unchecked)
         reserved = [0]

@@ -12,7 +12,7 @@ import math
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,12 @@ import torch
 
 from live.evaluator.checks import as_tuple, check_call, clone_inputs, poisoned_like
 from live.evaluator.host_memory import host_short
-from live.evaluator.loader import CandidateLoadError, load_candidate, unload_candidate
+from live.evaluator.loader import (
+    CandidateLoadError,
+    LoadedCandidate,
+    forget_candidate,
+    load_candidate,
+)
 from live.evaluator.metadata import (
     DeviceLimits,
     phi_vector,
@@ -296,13 +301,15 @@ class CandidateRunner:
                     "recycle": outcome.recycle, **phases}
         finally:
             for name in names:
-                unload_candidate(name)
+                forget_candidate(name)
 
-    def _load(self, code: str, workdir: Path, task: Any, names: list[str]) -> Any:
+    def _load(self, code: str, workdir: Path, task: Any, names: list[str],
+              drop_shapes: Iterable[int] = ()) -> LoadedCandidate:
         name = f"cand_{next(_module_counter)}"
         names.append(name)
         try:
-            return load_candidate(code, name, workdir, task.entry if _dps(task) else None)
+            return load_candidate(task, code, drop_shapes=drop_shapes, workdir=workdir,
+                                  module_name=name)
         except CandidateLoadError as exc:
             raise Outcome("compile_error", str(exc)) from None
 
@@ -340,25 +347,22 @@ class CandidateRunner:
         seed = int(request["seed"])
         n_seeds = int(request.get("n_seeds", 3))
         dev = self.device
-        module = self._load(request["code"], workdir, task, names)
-        phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
         # the memory plan's dropped shapes (indices into the timed list) are left out, and so
-        # are the shapes the load-time gold check dropped; the shapes where the gold code
-        # disagrees with itself are timed but not compared (NOTE D73)
-        drop = set(request.get("drop_shapes") or ()) | set(task.shapes_with("dropped"))
+        # are the shapes the load-time gold check dropped (load_candidate); the shapes where
+        # the gold code disagrees with itself are timed but not compared (NOTE D73)
+        loaded = self._load(request["code"], workdir, task, names,
+                            drop_shapes=request.get("drop_shapes") or ())
+        module = loaded.module
+        phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
         unchecked = set(request.get("unchecked_shapes") or ()) | set(
             task.shapes_with("unchecked"))
-        kept = [i for i in range(len(task.perf_shapes)) if i not in drop]
+        kept = list(loaded.perf_kept)
         if dev == "cuda":
             check_shapes = [(dict(s), None) for s in task.test_shapes]
             timed = timed_indices(task, kept)
             timed_shapes = [dict(task.perf_shapes[i]) for i in timed]
-        else:  # the CPU shapes stand in for the perf shapes: a CPU shape that is a perf
-            # shape (TritonBench-G) goes by that shape's index, any other by its position
-            perf = [dict(s) for s in task.perf_shapes]
-            cpu = [(dict(s), perf.index(dict(s)) if dict(s) in perf else position)
-                   for position, s in enumerate(task.cpu_shapes)]
-            cpu = [(s, i) for s, i in cpu if i not in drop]
+        else:  # the CPU shapes stand in for the perf shapes (LoadedCandidate.cpu_kept)
+            cpu = list(loaded.cpu_kept)
             check_shapes = [(s, i) for s, i in cpu if i not in unchecked]
             timed_shapes = [s for s, _ in cpu]
         # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
@@ -548,7 +552,7 @@ class CandidateRunner:
         baseline_code = request.get("baseline_code")
         base_module = None
         if baseline_code is not None:
-            base_module = self._load(baseline_code, workdir, task, names)
+            base_module = self._load(baseline_code, workdir, task, names).module
         config = TimingConfig(**request.get("timing", {}))
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone

@@ -117,8 +117,10 @@ class LiveRunner:
         out = Path(config.out)
         self.profiler = profiler
         if self.profiler is None and config.profile in ("reps", "all"):
-            self.profiler = NcuProfiler(config.tasks, cache_dir=out / ".profile-cache",
-                                        device=self.evaluator.device, quiet=True)
+            self.profiler = NcuProfiler(
+                config.tasks, cache_dir=out / ".profile-cache", device=self.evaluator.device,
+                quiet=True, dropped_shapes=(self.evaluator.dropped_shapes
+                                            if isinstance(self.evaluator, Evaluator) else None))
         pool = getattr(self.evaluator, "memory_pool", None)
         plan = getattr(self.evaluator, "memory_plan", None)
         if hasattr(self.profiler, "session_memory") and pool is not None and plan is not None:
