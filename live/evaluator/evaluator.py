@@ -20,13 +20,14 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from live.evaluator.affinity import AffinityQueue
+from live.evaluator.failures import FailureKind, kind_of
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S, GpuLock, StepAsideSignal
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
 from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
 from live.evaluator.result import EvalResult, failure
-from live.evaluator.sandbox import WorkerProcess, killed_by_system
+from live.evaluator.sandbox import WorkerProcess, WorkerStartError
 from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec, task_language
 from live.evaluator.timing import TimingConfig
@@ -327,9 +328,9 @@ class Evaluator:
             try:
                 worker.wait_ready(self.startup_timeout_s)
                 return worker
-            except RuntimeError as exc:
+            except WorkerStartError as exc:
                 if (self.host_room is None or self._closed or attempt == STARTUP_TRIES
-                        or not killed_by_system(exc)):
+                        or exc.failure is not FailureKind.KILLED_BY_SYSTEM):
                     raise
                 with self._lock:
                     self.killed_by_system += 1
@@ -393,7 +394,8 @@ class Evaluator:
         side of the GPU lock this call holds (None: no lock)."""
         if not worker.send(request):
             got = worker._death()
-            return failure("runtime_error", kid, task_name, got.detail, **base), False
+            return failure("runtime_error", kid, task_name, got.detail,
+                           failure_kind=got.failure, **base), False
         phase_timeout, phase = self.compile_timeout_s, "compile"
         waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0,
                  "yield_wait_s": 0.0, "shared_turns": 0}
@@ -408,11 +410,10 @@ class Evaluator:
                 limit = self.compile_timeout_s if phase == "compile" else self.timeout_s
                 return failure("timeout", kid, task_name,
                                f"{phase} exceeded {limit:g} s; worker killed", **base), False
-            if got.kind == "died":
-                return failure("runtime_error", kid, task_name, got.detail, **base), False
-            if got.kind == "memory":
-                return failure("runtime_error", kid, task_name,
-                               f"memory limit exceeded: {got.detail}", **base), False
+            if got.kind in ("died", "memory"):
+                prefix = "memory limit exceeded: " if got.kind == "memory" else ""
+                return failure("runtime_error", kid, task_name, prefix + got.detail,
+                               failure_kind=got.failure, **base), False
             tag, payload = got.message
             if tag == "phase" and payload == "release":
                 # NOTE (D95): a check lets the shared side go while it makes a shape's inputs
@@ -422,7 +423,8 @@ class Evaluator:
                     held[0] = "none"
                 if not worker.send({"op": "go"}):
                     got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                    return failure("runtime_error", kid, task_name, got.detail,
+                                   failure_kind=got.failure, **base), False
                 continue
             if (tag == "phase" and payload in ("shared", "shared:first", "timing")
                     and held is not None):
@@ -432,7 +434,8 @@ class Evaluator:
                 granted = time.perf_counter()
                 if not worker.send({"op": "go"}):
                     got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                    return failure("runtime_error", kid, task_name, got.detail,
+                                   failure_kind=got.failure, **base), False
                 if payload == "shared:first":
                     # NOTE (D97): the first check's GPU work under the shared side; it is still
                     # the compile phase, under its own time limit
@@ -451,6 +454,7 @@ class Evaluator:
             values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
             if held is not None:
                 values.update({k: v for k, v in waits.items() if k in _RESULT_FIELDS})
+            values["failure_kind"] = kind_of(values.get("failure_kind"))
             values.setdefault("timing_backend", base["timing_backend"])
             values.setdefault("baseline", base["baseline"])
             result = EvalResult(kernel_id=kid, task_id=task_name, **values)
@@ -511,5 +515,7 @@ class Evaluator:
 
 
 def _killed_by_system(result: EvalResult) -> bool:
-    """A worker that died of a SIGKILL the evaluator did not send (D80, D94)."""
-    return result.status == "runtime_error" and killed_by_system(result.error)
+    """A worker that died of a SIGKILL the evaluator did not send (D80, D94), as the sandbox
+    saw its death (`FailureKind`), never read from the error text."""
+    return (result.status == "runtime_error"
+            and result.failure_kind is FailureKind.KILLED_BY_SYSTEM)

@@ -23,6 +23,7 @@ from typing import Any
 
 from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.evaluator import Evaluator
+from live.evaluator.failures import exception_kind
 from live.evaluator.result import EvalResult
 from live.evaluator.task_source import resolve_tasks
 
@@ -179,7 +180,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
         task = runner._task(task_spec, task_name)
     except Exception as exc:  # noqa: BLE001 - a script that fails to build is a result
         return {"status": "build_error", "recycle": True,
-                "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000]}
+                "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000],
+                "failure_kind": exception_kind(exc).value}
     build_s = time.perf_counter() - started
     meta = None
     if describe is not None:
@@ -250,6 +252,7 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
 
     def result(response: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"status": response["status"], "error": response.get("error"),
+                "failure_kind": response.get("failure_kind"),
                 "recycle": bool(response.get("recycle")), "meta": meta, **spent,
                 "shape_verdicts": {str(k): v for k, v in sorted(verdicts.items())},
                 "shape_peaks": {str(k): v for k, v in sorted(peaks.items())},
@@ -295,7 +298,8 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
                       f"{failure['error']}")
             else:  # out of memory beside other checks: the parent retries it alone
                 return result({**response, "status": failure["status"],
-                               "error": failure["error"]})
+                               "error": failure["error"],
+                               "failure_kind": failure["failure_kind"]})
     return result(response, status=NONDETERMINISTIC, error=(
         f"nondeterministic: the gold code disagreed with itself on new shapes in each of "
         f"{MAX_ROUNDS} checks: {response.get('error')}"))

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import HostRoom, KillOrder
-from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.sandbox import WorkerProcess, WorkerStartError
 
 #: the package a call's function must come from
 CALLABLE_PREFIX = "live."
@@ -67,7 +68,8 @@ def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str,
         result = dict(function(runner=runner, workdir=workdir, **request.get("kwargs", {})))
     except BaseException as exc:  # noqa: BLE001 - the call's failure is its result
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"status": "error", "error": last[:2000], "recycle": True}
+        return {"status": "error", "error": last[:2000], "recycle": True,
+                "failure_kind": exception_kind(exc).value}
     result.setdefault("status", "ok")
     return result
 
@@ -271,20 +273,30 @@ def _one_call(worker: WorkerProcess, call: Call,
     """Send one call and wait for its result; (result, worker still healthy)."""
     try:
         worker.wait_ready(startup_timeout_s)
-    except RuntimeError as exc:
-        return {"status": "crashed", "error": str(exc)}, False
+    except WorkerStartError as exc:
+        return {"status": "crashed", "error": str(exc),
+                "failure_kind": _value(exc.failure)}, False
     request = {"op": "call", "function": call.function, "kwargs": call.kwargs}
     if not worker.send(request):
-        return {"status": "crashed", "error": worker._death().detail}, False
+        death = worker._death()
+        return {"status": "crashed", "error": death.detail,
+                "failure_kind": _value(death.failure)}, False
     while True:
         got = worker.receive(call.timeout_s)
         if got.kind == "timeout":
             return {"status": "timeout",
                     "error": f"exceeded {call.timeout_s:g} s; worker killed"}, False
         if got.kind == "died":
-            return {"status": "crashed", "error": got.detail}, False
+            return {"status": "crashed", "error": got.detail,
+                    "failure_kind": _value(got.failure)}, False
         if got.kind == "memory":
-            return {"status": "crashed", "error": f"memory limit exceeded: {got.detail}"}, False
+            return {"status": "crashed", "error": f"memory limit exceeded: {got.detail}",
+                    "failure_kind": _value(got.failure)}, False
         tag, payload = got.message
         if tag == "result":
             return dict(payload), not payload.get("recycle", False)
+
+
+def _value(kind: FailureKind | None) -> str | None:
+    """A failure kind as a reply carries it (plain data)."""
+    return None if kind is None else kind.value

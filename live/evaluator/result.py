@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from live.evaluator.failures import FailureKind
+
 #: statuses the evaluator can return (a subset of kbsim.trace.schema.STATUSES)
 EVAL_STATUSES: tuple[str, ...] = (
     "ok",
@@ -43,6 +45,9 @@ class EvalResult:
     kernel_id: str
     task_id: str
     error: str | None = None
+    #: why it failed, set where the failure was caught (None when ``ok``); retries read this,
+    #: never ``error``, which holds text the candidate wrote
+    failure_kind: FailureKind | None = None
     correct: bool = False
     ms: float | None = None
     shape_ms: tuple[float, ...] | None = None
@@ -107,10 +112,15 @@ class EvalResult:
         for key, value in out.items():
             if isinstance(value, tuple):
                 out[key] = list(value)
+            elif isinstance(value, FailureKind):
+                out[key] = value.value
         return out
 
 
 def failure(status: str, kernel_id: str, task_id: str, error: str, **extra: Any) -> EvalResult:
-    """A failed record with a short error message."""
+    """A failed record with a short error message (``failure_kind``: ``CANDIDATE`` unless
+    given)."""
+    if extra.get("failure_kind") is None:
+        extra["failure_kind"] = FailureKind.CANDIDATE
     return EvalResult(status=status, kernel_id=kernel_id, task_id=task_id,
                       error=short_error(error), correct=False, **extra)

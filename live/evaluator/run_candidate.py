@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from live.evaluator.checks import as_tuple, check_call, clone_inputs, poisoned_like
+from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import host_short
 from live.evaluator.loader import (
     CandidateLoadError,
@@ -53,13 +54,26 @@ PERF_SEED = 0
 
 
 class Outcome(Exception):
-    """A classified end of evaluation (status, message) raised from deep inside."""
+    """A classified end of evaluation (status, message, failure kind) raised from deep inside;
+    the kind is set here, where the failure is caught, never read back from the message."""
 
-    def __init__(self, status: str, message: str, recycle: bool = False):
+    def __init__(self, status: str, message: str, recycle: bool = False,
+                 kind: FailureKind = FailureKind.CANDIDATE):
         super().__init__(message)
         self.status = status
         self.message = message
         self.recycle = recycle
+        self.kind = kind
+
+    def reply(self) -> dict[str, Any]:
+        """The reply's failure keys (status, short error, recycle, failure kind)."""
+        return {"status": self.status, "error": short_error(self.message),
+                "recycle": self.recycle, "failure_kind": self.kind.value}
+
+
+def _gone(message: str) -> Outcome:
+    """The evaluator went away while the worker waited on it (not the candidate's failure)."""
+    return Outcome("runtime_error", message, recycle=True, kind=FailureKind.EVALUATOR_GONE)
 
 
 def _describe(exc: BaseException) -> str:
@@ -73,7 +87,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def classify_exception(exc: BaseException, device: str = "cpu") -> Outcome:
-    """compile_error for Triton compiler failures, runtime_error otherwise.
+    """compile_error for Triton compiler failures, runtime_error otherwise; the failure kind
+    by the exception's type (``live.evaluator.failures.exception_kind``: out of device memory
+    or the candidate's).
 
     Every runtime error recycles the worker: a CUDA fault poisons the context, and a candidate
     that died half-way may have left state behind (patched modules, leaked memory).
@@ -84,7 +100,7 @@ def classify_exception(exc: BaseException, device: str = "cpu") -> Outcome:
     message = _describe(exc)
     if "illegal memory access" in str(exc):
         message = "illegal memory access: " + message
-    return Outcome("runtime_error", message, recycle=True)
+    return Outcome("runtime_error", message, recycle=True, kind=exception_kind(exc))
 
 
 def _dps(task: Any) -> bool:
@@ -150,7 +166,7 @@ class InputCache:
 
 
 def _out_of_memory(outcome: Outcome) -> bool:
-    return outcome.status == "runtime_error" and "out of memory" in outcome.message
+    return outcome.status == "runtime_error" and outcome.kind is FailureKind.OUT_OF_MEMORY
 
 
 @contextlib.contextmanager
@@ -165,8 +181,7 @@ def _stepping(aside: StepAside | None) -> Iterator[None]:
             yield
         except Outcome:
             if aside.lost:
-                raise Outcome("runtime_error", "the evaluator went away while checking",
-                              recycle=True) from None
+                raise _gone("the evaluator went away while checking") from None
             raise
 
 
@@ -275,10 +290,12 @@ class CandidateRunner:
             # worker is replaced, and the response keeps what the evaluation found
             note = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
             if response.get("status") == "ok":
-                response = {**response, "status": "runtime_error", "error": note}
+                response = {**response, "status": "runtime_error", "error": note,
+                            "failure_kind": FailureKind.CANDIDATE.value}
             return {**response, "recycle": True}
         if (self.device == "cuda" and response.get("status") == "runtime_error"
-                and "out of memory" in (response.get("error") or "") and self._inputs.held):
+                and response.get("failure_kind") == FailureKind.OUT_OF_MEMORY
+                and self._inputs.held):
             # our own cache may have taken the room: drop it and judge the candidate again
             self._inputs.clear()
             torch.cuda.empty_cache()
@@ -293,12 +310,9 @@ class CandidateRunner:
         try:
             return self._evaluate(request, workdir, on_compiled, phases, names, await_turn)
         except Outcome as outcome:
-            return {"status": outcome.status, "error": short_error(outcome.message),
-                    "recycle": outcome.recycle, **phases}
+            return {**outcome.reply(), **phases}
         except BaseException as exc:  # noqa: BLE001 - anything left is a runtime fault
-            outcome = classify_exception(exc, self.device)
-            return {"status": outcome.status, "error": short_error(outcome.message),
-                    "recycle": outcome.recycle, **phases}
+            return {**classify_exception(exc, self.device).reply(), **phases}
         finally:
             for name in names:
                 forget_candidate(name)
@@ -325,7 +339,8 @@ class CandidateRunner:
             raise
         except BaseException as exc:  # noqa: BLE001
             outcome = classify_exception(exc, self.device)
-            raise Outcome(outcome.status, f"{label}: {outcome.message}", outcome.recycle) from None
+            raise Outcome(outcome.status, f"{label}: {outcome.message}", outcome.recycle,
+                          outcome.kind) from None
         if failure is not None:
             raise Outcome("incorrect", f"{label}: {failure.message}")
 
@@ -407,7 +422,8 @@ class CandidateRunner:
                         (outcome.status == "incorrect" and not outcome.recycle)
                         or _out_of_memory(outcome)):
                     raise
-                failures[index] = {"status": outcome.status, "error": outcome.message}
+                failures[index] = {"status": outcome.status, "error": outcome.message,
+                                   "failure_kind": outcome.kind.value}
                 if outcome.status == "incorrect" and peaks is not None:
                     peaks[index] = int(torch.cuda.max_memory_allocated() - before)
                 self.release_inputs()
@@ -430,8 +446,7 @@ class CandidateRunner:
             if first is not None and first.held_now:
                 self._sync()
                 if not await_turn("release"):
-                    raise Outcome("runtime_error", "the evaluator went away while checking",
-                                  recycle=True)
+                    raise _gone("the evaluator went away while checking")
         phases["compile_s"] = time.perf_counter() - started - (
             first.waited_s if first is not None else 0.0)
         on_compiled()
@@ -450,8 +465,7 @@ class CandidateRunner:
         # compiling (CPU work, plus the first check's tiny launch) overlaps other candidates;
         # from here on the GPU is shared with other checks only, never with a timing
         if await_turn is not None and not await_turn("shared"):
-            raise Outcome("runtime_error", "the evaluator went away before checking",
-                          recycle=True)
+            raise _gone("the evaluator went away before checking")
         started = time.perf_counter()
         deadline = None
         if budget is not None:
@@ -489,15 +503,11 @@ class CandidateRunner:
                         aside.holding = False
                     self._sync()  # our GPU work so far is done before we let go
                     if not await_turn("release"):
-                        raise Outcome("runtime_error",
-                                      "the evaluator went away while checking",
-                                      recycle=True)
+                        raise _gone("the evaluator went away while checking")
                     inputs = self._make_inputs(task, entry[0], entry[1])
                     asked = time.perf_counter()
                     if not await_turn("shared"):
-                        raise Outcome("runtime_error",
-                                      "the evaluator went away while checking",
-                                      recycle=True)
+                        raise _gone("the evaluator went away while checking")
                     waited += time.perf_counter() - asked
                     if aside is not None:
                         aside.holding = True
@@ -522,7 +532,7 @@ class CandidateRunner:
                 except BaseException as exc:  # noqa: BLE001
                     outcome = classify_exception(exc, dev)
                     raise Outcome(outcome.status, f"source check: {outcome.message}",
-                                  outcome.recycle) from None
+                                  outcome.recycle, outcome.kind) from None
                 finally:
                     # the operator's own test code, run whole under the shared side
                     # (TritonBench-G), less its waits while stepped aside (D97)
@@ -544,9 +554,11 @@ class CandidateRunner:
         if failures:  # keep_going: every failing perf shape, for the gold check to judge
             first = min(failures)
             phases["shape_failures"] = failures
-            raise Outcome(failures[first]["status"], failures[first]["error"])
+            raise Outcome(failures[first]["status"], failures[first]["error"],
+                          kind=FailureKind(failures[first]["failure_kind"]))
         if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
-            return {"status": "ok", "error": None, "correct": True, "recycle": False, **phases}
+            return {"status": "ok", "error": None, "correct": True, "recycle": False,
+                    "failure_kind": None, **phases}
 
         prepared = time.perf_counter()
         baseline_code = request.get("baseline_code")
@@ -560,8 +572,7 @@ class CandidateRunner:
         phases["prep_s"] = time.perf_counter() - prepared
         if await_turn is not None:
             if not await_turn("timing"):
-                raise Outcome("runtime_error", "the evaluator went away before timing",
-                              recycle=True)
+                raise _gone("the evaluator went away before timing")
         started = time.perf_counter()
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None
@@ -586,7 +597,7 @@ class CandidateRunner:
             except BaseException as exc:  # noqa: BLE001
                 outcome = classify_exception(exc, dev)
                 raise Outcome(outcome.status, f"timing shape {shape}: {outcome.message}",
-                              outcome.recycle) from None
+                              outcome.recycle, outcome.kind) from None
             base_ms, cand_ms = samples.ms
             ref_shape_ms.append(median(base_ms))
             shape_ms.append(median(cand_ms))
@@ -608,6 +619,7 @@ class CandidateRunner:
         return {
             "status": "ok",
             "error": None,
+            "failure_kind": None,
             "correct": True,
             "ms": ms,
             "shape_ms": tuple(shape_ms),

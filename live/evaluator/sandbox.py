@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live.evaluator.failures import FailureKind
 from live.evaluator.protocol import read_frame_fd, write_frame
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
@@ -44,11 +45,22 @@ def scrubbed_env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Received:
-    """What waiting on a worker produced: a message, or why there is none."""
+    """What waiting on a worker produced: a message, or why there is none (`failure`: the
+    kind of a death or of the memory watch's kill, set here, where it is seen)."""
 
     kind: str  # "message" | "timeout" | "died" | "memory"
     message: Any = None
     detail: str = ""
+    failure: FailureKind | None = None
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start; `failure` says how it ended (``KILLED_BY_SYSTEM``: the
+    system's out-of-memory killer took it, NOTE D94)."""
+
+    def __init__(self, message: str, failure: FailureKind | None):
+        super().__init__(message)
+        self.failure = failure
 
 
 def _signal_name(returncode: int) -> str:
@@ -65,6 +77,9 @@ class WorkerProcess:
         self.device = device
         self.memory_limit_mb = memory_limit_mb
         self.info: dict[str, Any] | None = None
+        #: set once kernelband itself sends the worker SIGKILL (its death is then not the
+        #: system's doing)
+        self._killing = False
         self._log = tempfile.NamedTemporaryFile(prefix="kb-worker-", suffix=".log", delete=False)
         pythonpath = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
@@ -144,9 +159,12 @@ class WorkerProcess:
                 rss_mb = self._rss_mb()
                 if rss_mb > self.memory_limit_mb:
                     return Received("memory", detail=f"host memory {rss_mb:.0f} MB > limit "
-                                                     f"{self.memory_limit_mb} MB")
+                                                     f"{self.memory_limit_mb} MB",
+                                    failure=FailureKind.MEMORY_LIMIT)
 
-    def _death(self) -> Received:  # its detail is what `killed_by_system` reads
+    def _death(self) -> Received:
+        """How the worker ended: ``KILLED_BY_SYSTEM`` for a SIGKILL kernelband did not send
+        (NOTE D80: the system's out-of-memory killer), ``CANDIDATE`` for any other death."""
         try:
             returncode = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -156,8 +174,10 @@ class WorkerProcess:
             detail = f"worker died: signal {-returncode} ({_signal_name(returncode)})"
         else:
             detail = f"worker died: exit code {returncode}"
+        by_system = returncode == -signal.SIGKILL and not self._killing
+        failure = FailureKind.KILLED_BY_SYSTEM if by_system else FailureKind.CANDIDATE
         tail = self.log_tail()
-        return Received("died", detail=f"{detail}; {tail}" if tail else detail)
+        return Received("died", detail=f"{detail}; {tail}" if tail else detail, failure=failure)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the worker has imported torch/triton; raise if it cannot start."""
@@ -166,12 +186,14 @@ class WorkerProcess:
         got = self.receive(timeout_s)
         if got.kind != "message" or got.message[0] != "ready":
             self.kill()
-            raise RuntimeError(f"evaluator worker failed to start ({got.kind}): {got.detail}")
+            raise WorkerStartError(
+                f"evaluator worker failed to start ({got.kind}): {got.detail}", got.failure)
         self.info = got.message[1]
 
     def kill(self) -> None:
         """Kill the worker and everything it started."""
         if self.proc.poll() is None:
+            self._killing = True
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -202,9 +224,3 @@ class WorkerProcess:
                 pass
         self.kill()
 
-
-def killed_by_system(error: object) -> bool:
-    """Whether a worker's death (`WorkerProcess._death`'s detail, as a result's error) was a
-    SIGKILL that kernelband did not send: the system's out-of-memory killer (D80). Its own kills
-    read otherwise (a time-out, the worker's memory limit)."""
-    return "(SIGKILL)" in str(error)

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from live.evaluator.failures import FailureKind
 from live.evaluator.host_memory import HostRoom
 from live.evaluator.isolated import Call, default_workers, run_calls
-from live.evaluator.sandbox import killed_by_system
 from live.tasks import checkcache
 from live.tasks.skips import Loaded, Skipped
 
@@ -414,14 +414,19 @@ def _oom(result: dict[str, Any]) -> bool:
     itself) was killed by the operating system's out-of-memory killer: on an H200 host (128 GiB)
     `chunk_retention`, whose performance script makes 24 GiB of inputs on the host, died so
     beside 11 other checks and passes alone, as its plain script does."""
-    error = str(result.get("error"))
-    return ("out of memory" in error or "memory limit exceeded" in error
-            or _killed_by_system(result))
+    return result.get("failure_kind") in _OUT_OF_ROOM
+
+
+#: the failure kinds that say a check ran out of room (device memory, the worker's host-memory
+#: limit, the host: D80), not that the operator failed; set where each failure was caught
+_OUT_OF_ROOM = (FailureKind.OUT_OF_MEMORY, FailureKind.MEMORY_LIMIT,
+                FailureKind.KILLED_BY_SYSTEM)
 
 
 def _killed_by_system(result: dict[str, Any]) -> bool:
     """A worker that died of a SIGKILL kernelband did not send (D80)."""
-    return result.get("status") == "crashed" and killed_by_system(result.get("error"))
+    return (result.get("status") == "crashed"
+            and result.get("failure_kind") == FailureKind.KILLED_BY_SYSTEM)
 
 
 def _reason(result: dict[str, Any]) -> str:

@@ -115,8 +115,11 @@ def test_a_first_wave_check_past_the_base_limit_starts_its_plain_script_beside_i
 
 
 def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:
-    oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory"}
-    host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit"}
+    # as the worker and the pool report them: the failure kind set where each was caught
+    oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory",
+           "failure_kind": "out_of_memory"}
+    host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit",
+            "failure_kind": "memory_limit"}
     pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"},
                       cl.SECOND_KEY + "bad": {"status": "incorrect", "error": "no"},
                       "crowded": oom, "tail:host": {**oom, "beside": 0},
@@ -234,7 +237,8 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
     """NOTE (D92): a check the system's out-of-memory killer took (SIGKILL kernelband did not
     send) is queued again at the front, in a fresh worker, with the base limit; killed once
     more, it takes the tail's way (more room, after everything queued)."""
-    killed = {"status": "crashed", "error": "worker died: signal 9 (SIGKILL)"}
+    killed = {"status": "crashed", "error": "worker died: signal 9 (SIGKILL)",
+              "failure_kind": "killed_by_system"}
     pool = FakePool([{"huge": killed, "twice": killed, "tail:twice": {"status": "ok",
                                                                       "meta": {"n": 1}}}])
     answers = pool.outcomes[0]
@@ -352,7 +356,8 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
                                                                         tmp_path) -> None:
     from live.tasks import checkcache
 
-    oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory"}
+    oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory",
+           "failure_kind": "out_of_memory"}
 
     class Stopped(Exception):
         pass
