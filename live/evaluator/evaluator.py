@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Any
 
 from live.evaluator.affinity import AffinityQueue
@@ -26,6 +26,7 @@ from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
 from live.evaluator.host_memory import HostRoom, KillOrder, total_bytes
 from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, resolve_cap
+from live.evaluator.messages import EvaluateRequest, WorkerReply, check_reply_fields
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess, WorkerStartError
 from live.evaluator.static_check import static_check
@@ -35,6 +36,12 @@ from live.evaluator.timing import TimingConfig
 log = logging.getLogger(__name__)
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
+# every reply field is a result field or named as the worker's own: none is dropped unseen
+check_reply_fields(_RESULT_FIELDS)
+#: the reply fields an EvalResult takes as they are
+_FROM_REPLY = tuple(f.name for f in fields(WorkerReply)
+                    if f.name in _RESULT_FIELDS and f.name not in ("failure_kind",
+                                                                   "timing_backend"))
 
 #: NOTE (D94) how many workers an evaluation may start when the system kills them as they start
 STARTUP_TRIES = 3
@@ -351,18 +358,14 @@ class Evaluator:
         backend = "cuda" if self.device == "cuda" else "cpu-interpreter"
         base = {"timing_backend": backend,
                 "baseline": "reference" if baseline_code is None else "k0"}
-        request = {"op": "evaluate", "task_spec": self.task_spec, "task_name": task_name,
-                   "code": code, "seed": seed, "n_seeds": self.n_seeds,
-                   "baseline_code": baseline_code, "timing": asdict(self.timing),
-                   "exclusive_timing": self.gpu_lock is not None}
-        if self._signal is not None:
-            request["step_aside_flag"] = self._signal.path
         _, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
-        dropped = self.dropped_shapes(task_name)
-        if dropped:
-            request["drop_shapes"] = dropped
-        if unchecked:
-            request["unchecked_shapes"] = list(unchecked)
+        request = EvaluateRequest(
+            task_spec=self.task_spec, task_name=task_name, code=code, seed=seed,
+            n_seeds=self.n_seeds, baseline_code=baseline_code, timing=self.timing,
+            exclusive_timing=self.gpu_lock is not None,
+            step_aside_flag=self._signal.path if self._signal is not None else None,
+            drop_shapes=tuple(self.dropped_shapes(task_name)),
+            unchecked_shapes=tuple(unchecked))
         reserved = [0]
         if self.gpu_lock is None:
             try:
@@ -386,7 +389,7 @@ class Evaluator:
             self.memory_pool.release(reserved[0])
         reserved[0] = 0
 
-    def _exchange(self, worker: WorkerProcess, request: dict[str, Any], task_name: str,
+    def _exchange(self, worker: WorkerProcess, request: EvaluateRequest, task_name: str,
                   kid: str, base: dict[str, str],
                   held: list[str] | None,
                   reserved: list[int] | None = None) -> tuple[EvalResult, bool]:
@@ -451,14 +454,16 @@ class Evaluator:
             if tag == "phase":
                 phase_timeout, phase = self.timeout_s, "run"
                 continue
-            values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
+            if not isinstance(payload, WorkerReply):
+                raise TypeError(f"worker answered {type(payload).__name__}, not a WorkerReply")
+            values = {name: getattr(payload, name) for name in _FROM_REPLY}
             if held is not None:
                 values.update({k: v for k, v in waits.items() if k in _RESULT_FIELDS})
-            values["failure_kind"] = kind_of(values.get("failure_kind"))
-            values.setdefault("timing_backend", base["timing_backend"])
-            values.setdefault("baseline", base["baseline"])
-            result = EvalResult(kernel_id=kid, task_id=task_name, **values)
-            return result, not payload.get("recycle", False)
+            result = EvalResult(kernel_id=kid, task_id=task_name, **values,
+                                failure_kind=kind_of(payload.failure_kind),
+                                timing_backend=payload.timing_backend or base["timing_backend"],
+                                baseline=base["baseline"])
+            return result, not payload.recycle
 
     def _take(self, held: list[str], want: str, task_name: str, reserved: list[int],
               waits: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from kbsim.trace.layout import atomic_write_bytes
 from live.evaluator.evaluator import Evaluator
 from live.evaluator.failures import exception_kind
+from live.evaluator.messages import GoldCheckRequest
 from live.evaluator.result import EvalResult
 from live.evaluator.task_source import resolve_tasks
 
@@ -228,27 +229,27 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
     peaks: dict[int, int] = {}
     spent = {"rounds": 0, "compile_s": 0.0, "check_s": 0.0}  # every round's, added up
 
-    def evaluate(request: dict[str, Any]) -> dict[str, Any]:
-        response = runner.evaluate(request, workdir, on_compiled=lambda: None)
+    def evaluate(request: GoldCheckRequest) -> dict[str, Any]:
+        response = runner.evaluate(request, workdir, on_compiled=lambda: None).as_dict()
         spent["rounds"] += 1
         for phase in ("compile_s", "check_s"):
             spent[phase] += float(response.get(phase) or 0.0)
         return response
 
-    def request() -> dict[str, Any]:
-        limit: dict[str, float] = {}
+    def request() -> GoldCheckRequest:
+        limit: dict[str, Any] = {}
         if budget is not None:
             started, share, floor, cap = budget
             limit = {"shape_budget_s": max(0.0, started + share - time.perf_counter()),
                      "shape_floor_s": floor}
             if cap is not None:
                 limit["shape_cap_s"] = max(0.0, started + cap - time.perf_counter())
-        return {**limit, "op": "evaluate", "task_spec": task_spec, "task_name": task_name,
-                "code": task.k0, "seed": 0, "n_seeds": 1, "check_only": True,
-                "keep_going": True, "measure_peaks": True,
-                "drop_shapes": sorted(i for i, v in verdicts.items() if v["kind"] == "dropped"),
-                "unchecked_shapes": sorted(i for i, v in verdicts.items()
-                                           if v["kind"] == "unchecked")}
+        return GoldCheckRequest(
+            **limit, task_spec=task_spec, task_name=task_name, code=task.k0, seed=0, n_seeds=1,
+            keep_going=True, measure_peaks=True,
+            drop_shapes=tuple(sorted(i for i, v in verdicts.items() if v["kind"] == "dropped")),
+            unchecked_shapes=tuple(sorted(i for i, v in verdicts.items()
+                                          if v["kind"] == "unchecked")))
 
     def result(response: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"status": response["status"], "error": response.get("error"),
@@ -305,8 +306,8 @@ def _judge(runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str
         f"{MAX_ROUNDS} checks: {response.get('error')}"))
 
 
-def _second_opinion(evaluate: Callable[[dict[str, Any]], dict[str, Any]],
-                    request: dict[str, Any], first: dict[str, Any],
+def _second_opinion(evaluate: Callable[[GoldCheckRequest], dict[str, Any]],
+                    request: GoldCheckRequest, first: dict[str, Any],
                     result: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """k0 judged incorrect by the operator's own test code: gold against gold under the same
     seeds can only differ when the operator is nondeterministic; a second check says whether

@@ -1,7 +1,8 @@
 """Judge one candidate inside a worker: load, compile, check, time, read metadata.
 
-Returns a plain dict of ``EvalResult`` fields (plus ``recycle``) for every outcome; exceptions
-from the candidate are classified, never propagated.
+Takes a typed request (``live.evaluator.messages``: `EvaluateRequest` for a candidate,
+`GoldCheckRequest` for a load-time gold check) and returns a `WorkerReply` for every outcome;
+exceptions from the candidate are classified, never propagated.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,12 @@ from live.evaluator.loader import (
     forget_candidate,
     load_candidate,
 )
+from live.evaluator.messages import (
+    EvaluateRequest,
+    GoldCheckRequest,
+    WorkerReply,
+    WorkerRequest,
+)
 from live.evaluator.metadata import (
     DeviceLimits,
     phi_vector,
@@ -34,12 +42,11 @@ from live.evaluator.metadata import (
     runtime_vector,
     theoretical_occupancy_pct,
 )
-from live.evaluator.result import short_error
+from live.evaluator.result import TimedResult, short_error
 from live.evaluator.step_aside import StepAside
 from live.evaluator.task_source import resolve_task
 from live.evaluator.timing import (
     Samples,
-    TimingConfig,
     median,
     robust_cv,
     time_cpu,
@@ -66,7 +73,7 @@ class Outcome(Exception):
         self.kind = kind
 
     def reply(self) -> dict[str, Any]:
-        """The reply's failure keys (status, short error, recycle, failure kind)."""
+        """The `WorkerReply` failure fields (status, short error, recycle, failure kind)."""
         return {"status": self.status, "error": short_error(self.message),
                 "recycle": self.recycle, "failure_kind": self.kind.value}
 
@@ -276,9 +283,9 @@ class CandidateRunner:
             self._tasks[key] = resolve_task(spec, name)
         return self._tasks[key]
 
-    def evaluate(self, request: dict[str, Any], workdir: Path,
+    def evaluate(self, request: WorkerRequest, workdir: Path,
                  on_compiled: Callable[[], None],
-                 await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
+                 await_turn: Callable[[str], bool] | None = None) -> WorkerReply:
         """Judge one request. `await_turn(kind)`, if given, asks the parent for the GPU lock:
         ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
         (the device alone); it returns once granted (False: the parent is gone)."""
@@ -289,30 +296,29 @@ class CandidateRunner:
             # (kernel errors are reported asynchronously): the context is unusable, the
             # worker is replaced, and the response keeps what the evaluation found
             note = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
-            if response.get("status") == "ok":
-                response = {**response, "status": "runtime_error", "error": note,
-                            "failure_kind": FailureKind.CANDIDATE.value}
-            return {**response, "recycle": True}
-        if (self.device == "cuda" and response.get("status") == "runtime_error"
-                and response.get("failure_kind") == FailureKind.OUT_OF_MEMORY
-                and self._inputs.held):
+            if response.status == "ok":
+                response = replace(response, status="runtime_error", error=note,
+                                   failure_kind=FailureKind.CANDIDATE.value)
+            return replace(response, recycle=True)
+        if (self.device == "cuda" and response.status == "runtime_error"
+                and response.kind() is FailureKind.OUT_OF_MEMORY and self._inputs.held):
             # our own cache may have taken the room: drop it and judge the candidate again
             self._inputs.clear()
             torch.cuda.empty_cache()
             response = self._evaluate_once(request, workdir, on_compiled, await_turn)
         return response
 
-    def _evaluate_once(self, request: dict[str, Any], workdir: Path,
+    def _evaluate_once(self, request: WorkerRequest, workdir: Path,
                        on_compiled: Callable[[], None],
-                       await_turn: Callable[[str], bool] | None) -> dict[str, Any]:
+                       await_turn: Callable[[str], bool] | None) -> WorkerReply:
         phases: dict[str, Any] = {}  # timings, and what a gold check reads (D73)
         names: list[str] = []
         try:
             return self._evaluate(request, workdir, on_compiled, phases, names, await_turn)
         except Outcome as outcome:
-            return {**outcome.reply(), **phases}
+            return WorkerReply(**outcome.reply(), **phases)
         except BaseException as exc:  # noqa: BLE001 - anything left is a runtime fault
-            return {**classify_exception(exc, self.device).reply(), **phases}
+            return WorkerReply(**classify_exception(exc, self.device).reply(), **phases)
         finally:
             for name in names:
                 forget_candidate(name)
@@ -344,7 +350,7 @@ class CandidateRunner:
         if failure is not None:
             raise Outcome("incorrect", f"{label}: {failure.message}")
 
-    def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
+    def _evaluate(self, request: WorkerRequest, workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, Any], names: list[str],
                   await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
         # NOTE (D82): a gold-vs-gold check may bound the time it spends on performance inputs:
@@ -353,23 +359,25 @@ class CandidateRunner:
         # past `shape_cap_s` from now; those not reached are reported as `not_reached`, not
         # checked, and the operator's own test code still runs
         received = time.perf_counter()
-        budget = request.get("shape_budget_s") if request.get("check_only") else None
+        gold = request if isinstance(request, GoldCheckRequest) else None
+        candidate = request if isinstance(request, EvaluateRequest) else None
+        budget = gold.shape_budget_s if gold is not None else None
         try:
-            task = self._task(request["task_spec"], request["task_name"])
+            task = self._task(request.task_spec, request.task_name)
         except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
             raise Outcome("rejected", f"no such task: {type(exc).__name__}: {exc}") from None
-        self._spec = request["task_spec"]
-        seed = int(request["seed"])
-        n_seeds = int(request.get("n_seeds", 3))
+        self._spec = request.task_spec
+        seed = int(request.seed)
+        n_seeds = int(request.n_seeds)
         dev = self.device
         # the memory plan's dropped shapes (indices into the timed list) are left out, and so
         # are the shapes the load-time gold check dropped (load_candidate); the shapes where
         # the gold code disagrees with itself are timed but not compared (NOTE D73)
-        loaded = self._load(request["code"], workdir, task, names,
-                            drop_shapes=request.get("drop_shapes") or ())
+        loaded = self._load(request.code, workdir, task, names,
+                            drop_shapes=request.drop_shapes)
         module = loaded.module
         phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
-        unchecked = set(request.get("unchecked_shapes") or ()) | set(
+        unchecked = set(request.unchecked_shapes) | set(
             task.shapes_with("unchecked"))
         kept = list(loaded.perf_kept)
         if dev == "cuda":
@@ -392,16 +400,17 @@ class CandidateRunner:
         timed_seed = PERF_SEED if dev == "cuda" else seed  # CPU: the first check seed's inputs
         if dev == "cuda":
             compared = [i for i in kept if i not in unchecked]
-            if not request.get("check_only"):  # a candidate: the task may check fewer (D74)
+            if gold is None:  # a candidate: the task may check fewer (D74)
                 compared = checked_indices(task, compared, timed)
             plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in compared]
         if not plan and getattr(task, "source_check", None) is None:
             raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
         # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to
         # measure each shape's peak device memory (live.evaluator.gold, NOTE D73)
-        keep_going = bool(request.get("check_only") and request.get("keep_going"))
-        peaks: dict[int, int] | None = {} if request.get("measure_peaks") and dev == "cuda" \
-            else None
+        keep_going = gold is not None and gold.keep_going
+        peaks: dict[int, int] | None = ({} if gold is not None and gold.measure_peaks
+                                        and dev == "cuda" else None)
+        flag = candidate.step_aside_flag if candidate is not None else None
         failures: dict[int, dict[str, str]] = {}
 
         def check(entry: tuple[dict, int, int | None], inputs: tuple | None = None) -> None:
@@ -437,9 +446,8 @@ class CandidateRunner:
         # NOTE (D97): with step-aside the first check runs under the shared side too (taken at
         # its first torch call or launch; Triton compiles with it let go), so that its GPU work
         # (TritonBench-G has no test shapes: a whole perf shape) never overlaps a timing
-        first = (StepAside(request["step_aside_flag"], await_turn, self._sync, first=True)
-                 if await_turn is not None and request.get("step_aside_flag") and peaks is None
-                 and plan else None)
+        first = (StepAside(flag, await_turn, self._sync, first=True)
+                 if await_turn is not None and flag and peaks is None and plan else None)
         if plan:  # the first check compiles (a tiny shape); else the source check will
             with _stepping(first):
                 check(plan[0])
@@ -468,11 +476,10 @@ class CandidateRunner:
             raise _gone("the evaluator went away before checking")
         started = time.perf_counter()
         deadline = None
-        if budget is not None:
-            deadline = max(received + float(budget),
-                           started + float(request.get("shape_floor_s") or 0.0))
-            if request.get("shape_cap_s") is not None:
-                deadline = min(deadline, received + float(request["shape_cap_s"]))
+        if gold is not None and budget is not None:
+            deadline = max(received + float(budget), started + float(gold.shape_floor_s or 0.0))
+            if gold.shape_cap_s is not None:
+                deadline = min(deadline, received + float(gold.shape_cap_s))
         not_reached: list[int] = []
         # NOTE (D95): a check holds the GPU lock's shared side only while it runs on the GPU:
         # each shape's inputs (TritonBench-G makes them on the CPU, seconds for the big ones,
@@ -485,8 +492,7 @@ class CandidateRunner:
         # NOTE (D97): while a batch of timings waits, the check steps aside at its next torch
         # call or Triton launch (once its own GPU work is done) instead of holding the shared
         # side to the end of its shape or of the operator's test code
-        aside = (StepAside(request["step_aside_flag"], await_turn, self._sync)
-                 if off_lock and request.get("step_aside_flag") else None)
+        aside = (StepAside(flag, await_turn, self._sync) if off_lock and flag else None)
 
         def aside_waits() -> float:
             return aside.waited_s if aside is not None else 0.0
@@ -528,7 +534,7 @@ class CandidateRunner:
             if source_check is not None:
                 ran, aside_before = time.perf_counter(), aside_waits()
                 try:
-                    problem = source_check(request["code"], dev)
+                    problem = source_check(request.code, dev)
                 except BaseException as exc:  # noqa: BLE001
                     outcome = classify_exception(exc, dev)
                     raise Outcome(outcome.status, f"source check: {outcome.message}",
@@ -556,16 +562,15 @@ class CandidateRunner:
             phases["shape_failures"] = failures
             raise Outcome(failures[first]["status"], failures[first]["error"],
                           kind=FailureKind(failures[first]["failure_kind"]))
-        if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
-            return {"status": "ok", "error": None, "correct": True, "recycle": False,
-                    "failure_kind": None, **phases}
+        if candidate is None:  # a gold-vs-gold check: correctness, no timing
+            return WorkerReply(status="ok", correct=True, **phases)
 
         prepared = time.perf_counter()
-        baseline_code = request.get("baseline_code")
+        baseline_code = candidate.baseline_code
         base_module = None
         if baseline_code is not None:
             base_module = self._load(baseline_code, workdir, task, names).module
-        config = TimingConfig(**request.get("timing", {}))
+        config = candidate.timing
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone
             self._release_cached_memory()  # what the plan's pool gets back is free on the card
@@ -616,27 +621,23 @@ class CandidateRunner:
         last = timed_shapes[-1] if timed_shapes else {}
         flops = float(task.flops(last)) if task.flops is not None and last else None
         moved = float(task.bytes_moved(last)) if task.bytes_moved is not None and last else None
-        return {
-            "status": "ok",
-            "error": None,
-            "failure_kind": None,
-            "correct": True,
-            "ms": ms,
-            "shape_ms": tuple(shape_ms),
-            "ref_ms": ref_ms,
-            "ref_shape_ms": tuple(ref_shape_ms),
-            "speedup": ref_ms / ms if ms > 0 else None,
-            "timing_cv": timing_cv,
-            "timing_backend": "cuda" if dev == "cuda" else "cpu-interpreter",
-            "timing_reps": tuple(reps),
-            "registers": meta.registers,
-            "spills": meta.spills,
-            "shared_bytes": meta.shared_bytes,
-            "num_warps": meta.num_warps,
-            "num_stages": meta.num_stages,
-            "phi": phi_vector(ms, meta, self.limits),
-            "runtime_vec": runtime_vector(ms, footprint, flops, moved, meta, occupancy),
-            "shapes": tuple(timed_shapes),
-            "recycle": False,
-            **phases,
-        }
+        timed = TimedResult(
+            ms=ms,
+            shape_ms=tuple(shape_ms),
+            ref_ms=ref_ms,
+            ref_shape_ms=tuple(ref_shape_ms),
+            speedup=ref_ms / ms if ms > 0 else None,
+            timing_cv=timing_cv,
+            timing_reps=tuple(reps),
+            registers=meta.registers,
+            spills=meta.spills,
+            shared_bytes=meta.shared_bytes,
+            num_warps=meta.num_warps,
+            num_stages=meta.num_stages,
+            phi=phi_vector(ms, meta, self.limits),
+            runtime_vec=runtime_vector(ms, footprint, flops, moved, meta, occupancy),
+            shapes=tuple(timed_shapes),
+        )
+        return WorkerReply(status="ok", correct=True,
+                           timing_backend="cuda" if dev == "cuda" else "cpu-interpreter",
+                           timed=timed, **phases)

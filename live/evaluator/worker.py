@@ -1,9 +1,11 @@
 """The worker process: ``python -m live.evaluator.worker`` (started by `sandbox.WorkerProcess`).
 
-It imports torch and triton once, says ``ready``, then serves ``evaluate`` requests one at a time
-over stdin/stdout frames (the candidate's own prints go to stderr, a log file). Each candidate
-runs in a fresh temp dir as cwd. After a runtime fault (CUDA errors poison the context) it
-answers, then exits, and the parent starts a fresh one.
+It imports torch and triton once, says ``ready``, then serves requests one at a time over
+stdin/stdout frames: an ``EvaluateRequest``, answered with a ``WorkerReply`` (see
+``live.evaluator.messages``), or a ``{"op": "call"}`` dict, answered with a dict. The
+candidate's own prints go to stderr, a log file. Each candidate runs in a fresh temp dir as
+cwd. After a runtime fault (CUDA errors poison the context) it answers, then exits, and the
+parent starts a fresh one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +119,7 @@ def main() -> None:
     reset_print_options = _print_options_resetter()
     while True:
         request = read_frame_fd(proto_in.fileno())
-        if request is None or request.get("op") == "exit":
+        if request is None or (isinstance(request, dict) and request.get("op") == "exit"):
             break
         reset_print_options()
         workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
@@ -130,22 +133,30 @@ def main() -> None:
             return isinstance(answer, dict) and answer.get("op") == "go"
 
         try:
-            if request.get("op") == "call":  # a named kernelband function (gold checks)
+            if isinstance(request, dict):  # {"op": "call"}: a named kernelband function
                 from live.evaluator.isolated import serve_call
 
-                response = serve_call(request, runner, workdir)
+                if request.get("op") != "call":
+                    raise ValueError(f"unknown request op {request.get('op')!r}")
+                response: Any = serve_call(request, runner, workdir)
             else:
                 response = runner.evaluate(
                     request, workdir,
                     on_compiled=lambda: write_frame(proto_out, ("phase", "compiled")),
-                    await_turn=await_turn if request.get("exclusive_timing") else None,
+                    await_turn=await_turn if request.exclusive_timing else None,
                 )
         finally:
             os.chdir(home)
             shutil.rmtree(workdir, ignore_errors=True)
-        response["worker_s"] = time.perf_counter() - started
+        worker_s = time.perf_counter() - started
+        if isinstance(response, dict):
+            response["worker_s"] = worker_s
+            recycle = bool(response.get("recycle"))
+        else:
+            response = replace(response, worker_s=worker_s)
+            recycle = response.recycle
         write_frame(proto_out, ("result", response))
-        if response.get("recycle"):
+        if recycle:
             break
     shutil.rmtree(home, ignore_errors=True)
     proto_out.flush()

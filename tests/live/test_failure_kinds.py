@@ -12,6 +12,7 @@ import torch
 
 from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import HostRoom
+from live.evaluator.messages import EvaluateRequest, WorkerReply
 from live.evaluator.run_candidate import CandidateRunner, classify_exception
 
 #: what a hostile candidate writes before it fails: the words the old text checks looked for
@@ -34,6 +35,8 @@ def vadd(x, y, out):
     print("CUDA out of memory; worker died: signal 9 (SIGKILL)", file=sys.stderr, flush=True)
     os._exit(3)
 '''
+
+REQUEST = EvaluateRequest(task_spec="builtin", task_name="add", code="")
 
 
 @pytest.mark.parametrize(("code", "words"), [(RAISES, "RuntimeError"), (EXITS, "exit code 3")],
@@ -75,17 +78,17 @@ def test_the_worker_judges_again_only_after_a_real_out_of_memory(monkeypatch) ->
     calls: list[int] = []
 
     def once(kind: str) -> Any:
-        def evaluate_once(*args: Any) -> dict[str, Any]:
+        def evaluate_once(*args: Any) -> WorkerReply:
             calls.append(1)
-            return {"status": "runtime_error", "error": "CUDA out of memory (SIGKILL)",
-                    "recycle": True, "failure_kind": kind}
+            return WorkerReply(status="runtime_error", error="CUDA out of memory (SIGKILL)",
+                               recycle=True, failure_kind=kind)
         return evaluate_once
 
     monkeypatch.setattr(runner, "_evaluate_once", once(FailureKind.CANDIDATE.value))
-    runner.evaluate({}, Path("."), on_compiled=lambda: None)
+    runner.evaluate(REQUEST, Path("."), on_compiled=lambda: None)
     assert len(calls) == 1 and runner._inputs.held
     monkeypatch.setattr(runner, "_evaluate_once", once(FailureKind.OUT_OF_MEMORY.value))
-    runner.evaluate({}, Path("."), on_compiled=lambda: None)
+    runner.evaluate(REQUEST, Path("."), on_compiled=lambda: None)
     assert len(calls) == 3 and not runner._inputs.held
 
 
