@@ -29,6 +29,7 @@ from live.evaluator.memory_plan import MemoryPlan, MemoryPool, plan_memory, reso
 from live.evaluator.messages import EvaluateRequest, WorkerReply, check_reply_fields
 from live.evaluator.result import EvalResult, failure
 from live.evaluator.sandbox import WorkerProcess, WorkerStartError
+from live.evaluator.settings import WorkerSettings
 from live.evaluator.static_check import static_check
 from live.evaluator.task_source import canonical_spec, task_language
 from live.evaluator.timing import TimingConfig
@@ -193,17 +194,16 @@ class Evaluator:
             self._idle.put(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
-        env = {"KB_GPU_WORKERS": str(self.n_workers)}
-        if self.gpu_lock is not None:
+        plan = self.memory_plan
+        worker = WorkerProcess(WorkerSettings(
+            device=self.device, memory_limit_mb=self.memory_limit_mb,
+            gpu_workers=self.n_workers,
             # NOTE (D79): autotuning happens in the check phase, beside other checks (the GPU
             # lock's shared side), so full-length tuning benchmarks measured contention anyway
             # and made autotuned candidates' checks 15-60 s, holding every timing behind them
-            env["KB_QUICK_AUTOTUNE"] = "1"
-        if self.memory_plan is not None:
-            env["KB_GPU_CAP_BYTES"] = str(self.memory_plan.worker_cap_bytes)
-            env["KB_INPUT_CACHE_BYTES"] = str(self.memory_plan.cache_bytes)
-        worker = WorkerProcess(device=self.device, memory_limit_mb=self.memory_limit_mb,
-                               env_extra=env)
+            quick_autotune=self.gpu_lock is not None,
+            gpu_cap_bytes=plan.worker_cap_bytes if plan is not None else None,
+            input_cache_bytes=plan.cache_bytes if plan is not None else None))
         with self._lock:
             self._all.add(worker)
             self.workers_started += 1

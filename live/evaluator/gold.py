@@ -14,7 +14,6 @@ import contextlib
 import datetime as dt
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from live.evaluator.evaluator import Evaluator
 from live.evaluator.failures import exception_kind
 from live.evaluator.messages import GoldCheckRequest
 from live.evaluator.result import EvalResult
+from live.evaluator.settings import worker_settings
 from live.evaluator.task_source import resolve_tasks
 
 #: statuses of a load-time gold check that mean the gold code disagrees with itself
@@ -44,7 +44,7 @@ class GoldCheck:
         return self.result.status == "ok"
 
 
-#: NOTE (D71): in a load-time check worker (``KB_QUICK_AUTOTUNE=1``) Triton's autotuner
+#: NOTE (D71): in a load-time check worker (``WorkerSettings.quick_autotune``) Triton's autotuner
 #: benchmarks each configuration for about this many milliseconds (warm-up and timed runs)
 #: instead of 25 + 100: the check needs a configuration that runs, not the fastest one, and on
 #: an H200 every operator autotuned on all its performance inputs took 50-180 s (13 of them past
@@ -79,13 +79,13 @@ def install_quick_autotune() -> bool:
 
 
 def install_first_config_autotune() -> bool:
-    """NOTE (D89): in a load-time check worker (``KB_FIRST_CONFIG=1``) Triton's autotuner runs
-    the first of its (pruned) configurations that compiles and runs, instead of compiling and
-    benchmarking every one: a gold check needs a configuration that runs, the same one for the
-    gold code and k0, not the fastest. The others are reported to the autotuner as not running
-    (infinite time), so it picks the first; nothing is read from or written to Triton's on-disk
-    autotuning cache (a choice made this way is no tuning result). The live evaluator still
-    tunes in full. True once installed."""
+    """NOTE (D89): in a load-time check worker (``WorkerSettings.first_config``) Triton's autotuner
+    runs the first of its (pruned) configurations that compiles and runs, instead of compiling
+    and benchmarking every one: a gold check needs a configuration that runs, the same one for
+    the gold code and k0, not the fastest. The others are reported to the autotuner as not
+    running (infinite time), so it picks the first; nothing is read from or written to Triton's
+    on-disk autotuning cache (a choice made this way is no tuning result). The live evaluator
+    still tunes in full. True once installed."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
@@ -170,9 +170,10 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     operator passes on the shapes checked.
     """
     started = time.perf_counter()
-    if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
+    settings = worker_settings()
+    if settings is not None and settings.quick_autotune:
         install_quick_autotune()
-    if os.environ.get("KB_FIRST_CONFIG") == "1":
+    if settings is not None and settings.first_config:
         install_first_config_autotune()
     # nothing is timed in a check worker and its next check is another task's: inputs are
     # made, used and dropped, never kept beside the check's own copies

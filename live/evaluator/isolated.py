@@ -18,13 +18,14 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import HostRoom, KillOrder
 from live.evaluator.sandbox import WorkerProcess, WorkerStartError
+from live.evaluator.settings import WorkerSettings
 
 #: the package a call's function must come from
 CALLABLE_PREFIX = "live."
@@ -40,11 +41,12 @@ class Call:
     timeout_s: float = 300.0
     #: a *tail* call waits until no other call is queued, runs beside few other tail calls
     #: (`run_calls`'s `tail_slots`), in a worker of its own started with `memory_limit_mb` and
-    #: `env` over the pool's (a check retried with more room); its result's ``beside`` says
-    #: how many other calls ran at once at most while it ran (0: it had the machine to itself)
+    #: `gpu_workers` over the pool's settings (a check retried with more room); its result's
+    #: ``beside`` says how many other calls ran at once at most while it ran (0: it had the
+    #: machine to itself)
     tail: bool = False
     memory_limit_mb: int | None = None
-    env: dict[str, str] | None = None
+    gpu_workers: int | None = None
     #: once the call has run this long, `run_calls`'s ``overtime(call)`` may queue another
     #: call beside it (None: never)
     overtime_s: float | None = None
@@ -89,7 +91,7 @@ def run_calls(
     memory_limit_mb: int | None = None,
     startup_timeout_s: float = 300.0,
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
-    env_extra: dict[str, str] | None = None,
+    settings: WorkerSettings | None = None,
     follow_up: Callable[[Call, dict[str, Any]], Call | Sequence[Call] | None] | None = None,
     tail_slots: int = 1,
     host_room: HostRoom | None = None,
@@ -109,6 +111,9 @@ def run_calls(
     the youngest running call (NOTE (D93), `KillOrder`). A call with ``overtime_s`` that
     runs past it is passed to ``overtime(call)`` once, which may return a call to queue at once
     (beside it); idle workers stay while such a call may still come.
+
+    Workers start with `settings` (``WorkerSettings``; its device and memory limit are the
+    pool's), by default `workers` sharing the GPU.
     """
     if not calls:
         return {}
@@ -148,12 +153,13 @@ def run_calls(
         queue_call(call)
 
     def spawn(call: Call | None = None) -> WorkerProcess:
-        env = {"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})}
-        limit = memory_limit_mb
+        base = settings if settings is not None else WorkerSettings(gpu_workers=n_workers)
+        limit, sharing = memory_limit_mb, base.gpu_workers
         if call is not None and call.tail:
-            env.update(call.env or {})
             limit = call.memory_limit_mb or memory_limit_mb
-        return WorkerProcess(device=device, memory_limit_mb=limit, env_extra=env)
+            sharing = call.gpu_workers or sharing
+        return WorkerProcess(replace(base, device=device, memory_limit_mb=limit,
+                                     gpu_workers=sharing))
 
     def take(slot: int) -> Any:
         """The next queued call, else a tail call if a tail slot is free; None: nothing for

@@ -1,10 +1,11 @@
 """One sandboxed worker process, seen from the evaluator (parent side; no torch here).
 
-The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API keys,
-tokens, secrets or passwords), in its own session (so a kill takes its children too), with core
-dumps off and, on CPU, an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge
-virtual address space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls
-the worker's resident memory instead and the worker caps its CUDA allocator at the same limit.
+The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API
+keys, tokens, secrets or passwords), its settings (``WorkerSettings``) the first frame on its
+stdin, in its own session (so a kill takes its children too), with core dumps off and, on CPU,
+an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge virtual address
+space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls the worker's
+resident memory instead and the worker caps its CUDA allocator at the same limit.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from live.evaluator.failures import FailureKind
 from live.evaluator.protocol import read_frame_fd, write_frame
+from live.evaluator.settings import WorkerSettings
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "HF_", "HUGGING", "AWS_", "AZURE_", "GOOGLE_",
@@ -73,9 +75,10 @@ def _signal_name(returncode: int) -> str:
 class WorkerProcess:
     """A warm worker: spawned at once, ready when it has imported torch and triton."""
 
-    def __init__(self, *, device: str, memory_limit_mb: int | None, env_extra: dict[str, str]):
-        self.device = device
-        self.memory_limit_mb = memory_limit_mb
+    def __init__(self, settings: WorkerSettings):
+        self.settings = settings
+        self.device = settings.device
+        self.memory_limit_mb = settings.memory_limit_mb
         self.info: dict[str, Any] | None = None
         #: set once kernelband itself sends the worker SIGKILL (its death is then not the
         #: system's doing)
@@ -84,11 +87,8 @@ class WorkerProcess:
         pythonpath = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
         )
-        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "KB_DEVICE": device,
-                 "PYTHONFAULTHANDLER": "1", **env_extra}
-        if memory_limit_mb:
-            extra["KB_MEMORY_LIMIT_MB"] = str(memory_limit_mb)
-        if device == "cpu":
+        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "live.evaluator.worker"],
@@ -101,6 +101,8 @@ class WorkerProcess:
             preexec_fn=self._limits,
         )
         self.started_at = time.perf_counter()
+        # the worker reads its settings first, before it imports torch
+        self.send(settings)
 
     def _limits(self) -> None:  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -23,11 +23,11 @@ class FakePool:
         self.pools: list[dict[str, Any]] = []
 
     def __call__(self, calls, *, device, workers=None, memory_limit_mb=None, on_result=None,
-                 env_extra=None, follow_up=None, overtime=None,
+                 settings=None, follow_up=None, overtime=None,
                  **_: Any) -> dict[str, dict[str, Any]]:
         answers = self.outcomes[len(self.pools)] if len(self.pools) < len(self.outcomes) else {}
         pool = {"keys": [], "workers": workers, "memory_limit_mb": memory_limit_mb,
-                "env": dict(env_extra or {})}
+                "settings": settings}
         self.pools.append(pool)
         results: dict[str, dict[str, Any]] = {}
         queue = list(calls)
@@ -46,7 +46,8 @@ class FakePool:
                 pool.setdefault("front", []).append(call.key)
             pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
-                pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
+                pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb,
+                                                          call.gpu_workers)
             result = dict(answers.get(("tail:" if call.tail else "") + call.key,
                                       {"status": "ok", "meta": {"n": 1}}))
             results[call.key] = result
@@ -134,14 +135,14 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     assert sorted(first["keys"][5:]) == sorted([
         "tail:big", "tail:host", "tail:crowded", cl.PLAIN_KEY + "bad", cl.SECOND_KEY + "bad",
         cl.PLAIN_KEY + "host"])
-    assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, {"KB_GPU_WORKERS": str(cl.RETRY_WORKERS)})
+    assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, cl.RETRY_WORKERS)
     assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < cl.RETRY_MEMORY_MB
     # out of memory in the tail with the machine to itself: the operator's verdict, explained
     # by its plain script; out of memory beside the last checks: alone once more, after them
     assert alone["keys"][0] == "crowded" and alone["workers"] == cl.RETRY_WORKERS
     assert alone["memory_limit_mb"] == cl.RETRY_MEMORY_MB
-    assert alone["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
-    assert alone["env"]["KB_FIRST_CONFIG"] == "1"
+    assert alone["settings"].gpu_workers == cl.RETRY_WORKERS
+    assert alone["settings"].first_config
     assert alone["keys"][1:] == [cl.PLAIN_KEY + "crowded"]
     assert sorted(loaded.tasks) == ["big", "ok"]
     reasons = {s.op: s for s in loaded.skipped}
