@@ -58,7 +58,7 @@ class EvaluatorActor:
         if profile:
             self.profiler = NcuProfiler(
                 config.task_spec, cache_dir=_usable_dir(profile_cache_dir),
-                device=self.evaluator.device,
+                device=self.evaluator.device, dropped_shapes=self.evaluator.dropped_shapes,
                 # the device alone only while ncu measures
                 device_gate=self.gpu_lock.exclusive if self.gpu_lock is not None else None)
 
@@ -416,6 +416,10 @@ class RayEvaluatorPool:
 
     def shape_notes(self, task_name: str) -> list[str]:
         """No notes: the actors hold their tasks' shape verdicts and memory plans."""
+        return []
+
+    def dropped_shapes(self, task_name: str) -> list[int]:
+        """None here: each actor's profiler leaves out its own evaluator's dropped shapes."""
         return []
 
     @property

@@ -1,9 +1,9 @@
 """Triton autotuning made quick in workers that check, not time (NOTE D71, D79, D89).
 
 Installed at a worker's start: by the live evaluator's workers that check beside others
-(``KB_QUICK_AUTOTUNE``, D79) and by load-time gold-check workers (`live.gold.judge`, D71 and
-D89); undone before a plain-script run of a benchmark's operator in a worker that checked
-before (`live.tasks.tritonbench.script`).
+(``WorkerSettings.quick_autotune``, D79) and by load-time gold-check workers
+(`live.gold.judge`, D71 and D89); undone before a plain-script run of a benchmark's operator
+in a worker that checked before (`live.tasks.tritonbench.script`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: NOTE (D71): in a load-time check worker (``KB_QUICK_AUTOTUNE=1``) Triton's autotuner
+#: NOTE (D71): in a load-time check worker (``WorkerSettings.quick_autotune``) Triton's autotuner
 #: benchmarks each configuration for about this many milliseconds (warm-up and timed runs)
 #: instead of 25 + 100: the check needs a configuration that runs, not the fastest one, and on
 #: an H200 every operator autotuned on all its performance inputs took 50-180 s (13 of them past
@@ -46,13 +46,13 @@ def install_quick_autotune() -> bool:
 
 
 def install_first_config_autotune() -> bool:
-    """NOTE (D89): in a load-time check worker (``KB_FIRST_CONFIG=1``) Triton's autotuner runs
-    the first of its (pruned) configurations that compiles and runs, instead of compiling and
-    benchmarking every one: a gold check needs a configuration that runs, the same one for the
-    gold code and k0, not the fastest. The others are reported to the autotuner as not running
-    (infinite time), so it picks the first; nothing is read from or written to Triton's on-disk
-    autotuning cache (a choice made this way is no tuning result). The live evaluator still
-    tunes in full. True once installed."""
+    """NOTE (D89): in a load-time check worker (``WorkerSettings.first_config``) Triton's
+    autotuner runs the first of its (pruned) configurations that compiles and runs, instead of
+    compiling and benchmarking every one: a gold check needs a configuration that runs, the
+    same one for the gold code and k0, not the fastest. The others are reported to the
+    autotuner as not running (infinite time), so it picks the first; nothing is read from or
+    written to Triton's on-disk autotuning cache (a choice made this way is no tuning result).
+    The live evaluator still tunes in full. True once installed."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:

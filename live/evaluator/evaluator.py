@@ -19,12 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Any
 
 from live.devices import resolve_device
 from live.evaluator.affinity import AffinityQueue
 from live.evaluator.config import EvaluatorConfig
+from live.evaluator.failures import FailureKind, kind_of
 from live.evaluator.gpu_lock import GpuLock, StepAsideSignal
 from live.evaluator.gpu_lock import timing_batch as _timing_batch
 from live.evaluator.hashing import kernel_id
@@ -36,14 +37,22 @@ from live.evaluator.memory_plan import (
     resolve_cap,
     session_reservation,
 )
+from live.evaluator.messages import EvaluateRequest, WorkerReply, check_reply_fields
 from live.evaluator.result import EvalResult, failure
-from live.evaluator.sandbox import WorkerProcess, killed_by_system
+from live.evaluator.sandbox import WorkerProcess, WorkerStartError
+from live.evaluator.settings import WorkerSettings
 from live.evaluator.static_check import static_check_for_task
 from live.evaluator.task_source import canonical_spec
 
 log = logging.getLogger(__name__)
 
 _RESULT_FIELDS = {f.name for f in fields(EvalResult)}
+# every reply field is a result field or named as the worker's own: none is dropped unseen
+check_reply_fields(_RESULT_FIELDS)
+#: the reply fields an EvalResult takes as they are
+_FROM_REPLY = tuple(f.name for f in fields(WorkerReply)
+                    if f.name in _RESULT_FIELDS and f.name not in ("failure_kind",
+                                                                   "timing_backend"))
 
 #: NOTE (D94) how many workers an evaluation may start when the system kills them as they start
 STARTUP_TRIES = 3
@@ -153,17 +162,16 @@ class Evaluator:
             self._idle.put(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
-        env = {"KB_GPU_WORKERS": str(self.n_workers)}
-        if self.gpu_lock is not None:
+        plan = self.memory_plan
+        worker = WorkerProcess(WorkerSettings(
+            device=self.device, memory_limit_mb=self.memory_limit_mb,
+            gpu_workers=self.n_workers,
             # NOTE (D79): autotuning happens in the check phase, beside other checks (the GPU
             # lock's shared side), so full-length tuning benchmarks measured contention anyway
             # and made autotuned candidates' checks 15-60 s, holding every timing behind them
-            env["KB_QUICK_AUTOTUNE"] = "1"
-        if self.memory_plan is not None:
-            env["KB_GPU_CAP_BYTES"] = str(self.memory_plan.worker_cap_bytes)
-            env["KB_INPUT_CACHE_BYTES"] = str(self.memory_plan.cache_bytes)
-        worker = WorkerProcess(device=self.device, memory_limit_mb=self.memory_limit_mb,
-                               env_extra=env)
+            quick_autotune=self.gpu_lock is not None,
+            gpu_cap_bytes=plan.worker_cap_bytes if plan is not None else None,
+            input_cache_bytes=plan.cache_bytes if plan is not None else None))
         with self._lock:
             self._all.add(worker)
             self.workers_started += 1
@@ -181,6 +189,13 @@ class Evaluator:
         if self.memory_plan is not None:
             notes += self.memory_plan.notes().get(task_name, [])
         return notes
+
+    def dropped_shapes(self, task_name: str) -> list[int]:
+        """The perf-shape indices of `task_name` not run: the load-time gold check's dropped
+        ones (D73) and the memory plan's; a worker's rebuilt task holds neither."""
+        dropped = self._verdicts.get(task_name, ([], [], []))[0]
+        planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
+        return sorted({*dropped, *planned})
 
     @property
     def session_memory(self) -> Callable[[list[str]], AbstractContextManager] | None:
@@ -296,9 +311,9 @@ class Evaluator:
             try:
                 worker.wait_ready(self.startup_timeout_s)
                 return worker
-            except RuntimeError as exc:
+            except WorkerStartError as exc:
                 if (self.host_room is None or self._closed or attempt == STARTUP_TRIES
-                        or not killed_by_system(exc)):
+                        or exc.failure is not FailureKind.KILLED_BY_SYSTEM):
                     raise
                 with self._lock:
                     self.killed_by_system += 1
@@ -319,18 +334,14 @@ class Evaluator:
         backend = "cuda" if self.device == "cuda" else "cpu-interpreter"
         base = {"timing_backend": backend,
                 "baseline": "reference" if baseline_code is None else "k0"}
-        request = {"op": "evaluate", "task_spec": self.task_spec, "task_name": task_name,
-                   "code": code, "seed": seed, "n_seeds": self.n_seeds,
-                   "baseline_code": baseline_code, "timing": asdict(self.timing),
-                   "exclusive_timing": self.gpu_lock is not None}
-        if self._signal is not None:
-            request["step_aside_flag"] = self._signal.path
-        dropped, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
-        planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
-        if dropped or planned:
-            request["drop_shapes"] = sorted({*dropped, *planned})
-        if unchecked:
-            request["unchecked_shapes"] = list(unchecked)
+        _, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
+        request = EvaluateRequest(
+            task_spec=self.task_spec, task_name=task_name, code=code, seed=seed,
+            n_seeds=self.n_seeds, baseline_code=baseline_code, timing=self.timing,
+            exclusive_timing=self.gpu_lock is not None,
+            step_aside_flag=self._signal.path if self._signal is not None else None,
+            drop_shapes=tuple(self.dropped_shapes(task_name)),
+            unchecked_shapes=tuple(unchecked))
         reserved = [0]
         if self.gpu_lock is None:
             try:
@@ -354,7 +365,7 @@ class Evaluator:
             self.memory_pool.release(reserved[0])
         reserved[0] = 0
 
-    def _exchange(self, worker: WorkerProcess, request: dict[str, Any], task_name: str,
+    def _exchange(self, worker: WorkerProcess, request: EvaluateRequest, task_name: str,
                   kid: str, base: dict[str, str],
                   held: list[str] | None,
                   reserved: list[int] | None = None) -> tuple[EvalResult, bool]:
@@ -362,7 +373,8 @@ class Evaluator:
         side of the GPU lock this call holds (None: no lock)."""
         if not worker.send(request):
             got = worker._death()
-            return failure("runtime_error", kid, task_name, got.detail, **base), False
+            return failure("runtime_error", kid, task_name, got.detail,
+                           failure_kind=got.failure, **base), False
         phase_timeout, phase = self.compile_timeout_s, "compile"
         waits = {"pool_wait_s": 0.0, "shared_wait_s": 0.0, "timing_wait_s": 0.0,
                  "yield_wait_s": 0.0, "shared_turns": 0}
@@ -377,11 +389,10 @@ class Evaluator:
                 limit = self.compile_timeout_s if phase == "compile" else self.timeout_s
                 return failure("timeout", kid, task_name,
                                f"{phase} exceeded {limit:g} s; worker killed", **base), False
-            if got.kind == "died":
-                return failure("runtime_error", kid, task_name, got.detail, **base), False
-            if got.kind == "memory":
-                return failure("runtime_error", kid, task_name,
-                               f"memory limit exceeded: {got.detail}", **base), False
+            if got.kind in ("died", "memory"):
+                prefix = "memory limit exceeded: " if got.kind == "memory" else ""
+                return failure("runtime_error", kid, task_name, prefix + got.detail,
+                               failure_kind=got.failure, **base), False
             tag, payload = got.message
             if tag == "phase" and payload == "release":
                 # NOTE (D95): a check lets the shared side go while it makes a shape's inputs
@@ -391,7 +402,8 @@ class Evaluator:
                     held[0] = "none"
                 if not worker.send({"op": "go"}):
                     got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                    return failure("runtime_error", kid, task_name, got.detail,
+                                   failure_kind=got.failure, **base), False
                 continue
             if (tag == "phase" and payload in ("shared", "shared:first", "timing")
                     and held is not None):
@@ -401,7 +413,8 @@ class Evaluator:
                 granted = time.perf_counter()
                 if not worker.send({"op": "go"}):
                     got = worker._death()
-                    return failure("runtime_error", kid, task_name, got.detail, **base), False
+                    return failure("runtime_error", kid, task_name, got.detail,
+                                   failure_kind=got.failure, **base), False
                 if payload == "shared:first":
                     # NOTE (D97): the first check's GPU work under the shared side; it is still
                     # the compile phase, under its own time limit
@@ -417,13 +430,16 @@ class Evaluator:
             if tag == "phase":
                 phase_timeout, phase = self.timeout_s, "run"
                 continue
-            values = {k: v for k, v in payload.items() if k in _RESULT_FIELDS}
+            if not isinstance(payload, WorkerReply):
+                raise TypeError(f"worker answered {type(payload).__name__}, not a WorkerReply")
+            values = {name: getattr(payload, name) for name in _FROM_REPLY}
             if held is not None:
                 values.update({k: v for k, v in waits.items() if k in _RESULT_FIELDS})
-            values.setdefault("timing_backend", base["timing_backend"])
-            values.setdefault("baseline", base["baseline"])
-            result = EvalResult(kernel_id=kid, task_id=task_name, **values)
-            return result, not payload.get("recycle", False)
+            result = EvalResult(kernel_id=kid, task_id=task_name, **values,
+                                failure_kind=kind_of(payload.failure_kind),
+                                timing_backend=payload.timing_backend or base["timing_backend"],
+                                baseline=base["baseline"])
+            return result, not payload.recycle
 
     def _take(self, held: list[str], want: str, task_name: str, reserved: list[int],
               waits: dict[str, Any]) -> None:
@@ -480,5 +496,7 @@ class Evaluator:
 
 
 def _killed_by_system(result: EvalResult) -> bool:
-    """A worker that died of a SIGKILL the evaluator did not send (D80, D94)."""
-    return result.status == "runtime_error" and killed_by_system(result.error)
+    """A worker that died of a SIGKILL the evaluator did not send (D80, D94), as the sandbox
+    saw its death (`FailureKind`), never read from the error text."""
+    return (result.status == "runtime_error"
+            and result.failure_kind is FailureKind.KILLED_BY_SYSTEM)

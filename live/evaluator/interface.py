@@ -52,6 +52,11 @@ class CandidateEvaluator(Protocol):
         """Notes on `task_name`'s shapes (gold-check verdicts, dropped shapes); may be empty."""
         ...
 
+    def dropped_shapes(self, task_name: str) -> list[int]:
+        """The perf-shape indices of `task_name` that are not run (the load-time gold check's
+        and the memory plan's), for a profiler that runs the task's shapes itself."""
+        ...
+
     def close(self) -> None:
         """Stop every worker."""
         ...

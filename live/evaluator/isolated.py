@@ -17,13 +17,15 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from live.devices import usable_cores, worker_count
+from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import HostRoom, KillOrder
-from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.sandbox import WorkerProcess, WorkerStartError
+from live.evaluator.settings import WorkerSettings
 
 #: the package a call's function must come from
 CALLABLE_PREFIX = "live."
@@ -39,11 +41,12 @@ class Call:
     timeout_s: float = 300.0
     #: a *tail* call waits until no other call is queued, runs beside few other tail calls
     #: (`run_calls`'s `tail_slots`), in a worker of its own started with `memory_limit_mb` and
-    #: `env` over the pool's (a check retried with more room); its result's ``beside`` says
-    #: how many other calls ran at once at most while it ran (0: it had the machine to itself)
+    #: `gpu_workers` over the pool's settings (a check retried with more room); its result's
+    #: ``beside`` says how many other calls ran at once at most while it ran (0: it had the
+    #: machine to itself)
     tail: bool = False
     memory_limit_mb: int | None = None
-    env: dict[str, str] | None = None
+    gpu_workers: int | None = None
     #: once the call has run this long, `run_calls`'s ``overtime(call)`` may queue another
     #: call beside it (None: never)
     overtime_s: float | None = None
@@ -67,7 +70,8 @@ def serve_call(request: dict[str, Any], runner: Any, workdir: Path) -> dict[str,
         result = dict(function(runner=runner, workdir=workdir, **request.get("kwargs", {})))
     except BaseException as exc:  # noqa: BLE001 - the call's failure is its result
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"status": "error", "error": last[:2000], "recycle": True}
+        return {"status": "error", "error": last[:2000], "recycle": True,
+                "failure_kind": exception_kind(exc).value}
     result.setdefault("status", "ok")
     return result
 
@@ -86,7 +90,7 @@ def run_calls(
     memory_limit_mb: int | None = None,
     startup_timeout_s: float = 300.0,
     on_result: Callable[[Call, dict[str, Any]], None] | None = None,
-    env_extra: dict[str, str] | None = None,
+    settings: WorkerSettings | None = None,
     follow_up: Callable[[Call, dict[str, Any]], Call | Sequence[Call] | None] | None = None,
     tail_slots: int = 1,
     host_room: HostRoom | None = None,
@@ -106,6 +110,9 @@ def run_calls(
     the youngest running call (NOTE (D93), `KillOrder`). A call with ``overtime_s`` that
     runs past it is passed to ``overtime(call)`` once, which may return a call to queue at once
     (beside it); idle workers stay while such a call may still come.
+
+    Workers start with `settings` (``WorkerSettings``; its device and memory limit are the
+    pool's), by default `workers` sharing the GPU.
     """
     if not calls:
         return {}
@@ -145,12 +152,13 @@ def run_calls(
         queue_call(call)
 
     def spawn(call: Call | None = None) -> WorkerProcess:
-        env = {"KB_GPU_WORKERS": str(n_workers), **(env_extra or {})}
-        limit = memory_limit_mb
+        base = settings if settings is not None else WorkerSettings(gpu_workers=n_workers)
+        limit, sharing = memory_limit_mb, base.gpu_workers
         if call is not None and call.tail:
-            env.update(call.env or {})
             limit = call.memory_limit_mb or memory_limit_mb
-        return WorkerProcess(device=device, memory_limit_mb=limit, env_extra=env)
+            sharing = call.gpu_workers or sharing
+        return WorkerProcess(replace(base, device=device, memory_limit_mb=limit,
+                                     gpu_workers=sharing))
 
     def take(slot: int) -> Any:
         """The next queued call, else a tail call if a tail slot is free; None: nothing for
@@ -270,20 +278,30 @@ def _one_call(worker: WorkerProcess, call: Call,
     """Send one call and wait for its result; (result, worker still healthy)."""
     try:
         worker.wait_ready(startup_timeout_s)
-    except RuntimeError as exc:
-        return {"status": "crashed", "error": str(exc)}, False
+    except WorkerStartError as exc:
+        return {"status": "crashed", "error": str(exc),
+                "failure_kind": _value(exc.failure)}, False
     request = {"op": "call", "function": call.function, "kwargs": call.kwargs}
     if not worker.send(request):
-        return {"status": "crashed", "error": worker._death().detail}, False
+        death = worker._death()
+        return {"status": "crashed", "error": death.detail,
+                "failure_kind": _value(death.failure)}, False
     while True:
         got = worker.receive(call.timeout_s)
         if got.kind == "timeout":
             return {"status": "timeout",
                     "error": f"exceeded {call.timeout_s:g} s; worker killed"}, False
         if got.kind == "died":
-            return {"status": "crashed", "error": got.detail}, False
+            return {"status": "crashed", "error": got.detail,
+                    "failure_kind": _value(got.failure)}, False
         if got.kind == "memory":
-            return {"status": "crashed", "error": f"memory limit exceeded: {got.detail}"}, False
+            return {"status": "crashed", "error": f"memory limit exceeded: {got.detail}",
+                    "failure_kind": _value(got.failure)}, False
         tag, payload = got.message
         if tag == "result":
             return dict(payload), not payload.get("recycle", False)
+
+
+def _value(kind: FailureKind | None) -> str | None:
+    """A failure kind as a reply carries it (plain data)."""
+    return None if kind is None else kind.value

@@ -1,6 +1,8 @@
 """Framing between the evaluator and its workers: 8-byte big-endian length, then a pickle.
 
-Only plain data crosses (dicts of str/int/float/None/lists); candidates' objects never do.
+Only plain data crosses: the typed records of ``live.evaluator.messages`` (frozen dataclasses
+of str/int/float/None/tuples/dicts), phase tuples and small dicts; candidates' objects never
+do.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""`EvalResult`: the one record the evaluator returns for every outcome (success or failure)."""
+"""`EvalResult`: the one record the evaluator returns for every outcome (success or failure);
+`TimedResult`: the part only a timed candidate has."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from live.evaluator.failures import FailureKind
 
 #: statuses the evaluator can return (a subset of kbsim.trace.schema.STATUSES)
 EVAL_STATUSES: tuple[str, ...] = (
@@ -25,14 +28,44 @@ def short_error(message: str, limit: int = MAX_ERROR_CHARS) -> str:
 
 
 @dataclass(frozen=True)
-class EvalResult:
-    """Outcome of evaluating one candidate for one task.
+class TimedResult:
+    """What only a timed candidate has: its timings, compile metadata and feature vectors.
 
     Timings are milliseconds; ``ms`` is the sum over timed shapes of per-shape medians and
-    ``speedup`` is Σ baseline ms / Σ candidate ms (TritonBench convention). ``timing_backend``
-    says what the numbers are: ``cuda`` (CUDA events on a GPU) or ``cpu-interpreter``
-    (wall clock under ``TRITON_INTERPRET=1``: never a GPU figure). Vectors hold NaN where a
-    dimension is unknown (for instance compile metadata under the interpreter).
+    ``speedup`` is Σ baseline ms / Σ candidate ms (TritonBench convention). Vectors hold NaN
+    where a dimension is unknown (for instance compile metadata under the interpreter).
+    """
+
+    ms: float | None = None
+    shape_ms: tuple[float, ...] | None = None
+    ref_ms: float | None = None
+    ref_shape_ms: tuple[float, ...] | None = None
+    speedup: float | None = None
+    timing_cv: float | None = None
+    timing_reps: tuple[int, ...] | None = None
+    registers: int | None = None
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    phi: tuple[float, ...] | None = None
+    runtime_vec: tuple[float, ...] | None = None
+    shapes: tuple[dict[str, int], ...] = field(default_factory=tuple)
+
+
+#: the fields of `TimedResult`, read through `EvalResult` as None (``shapes``: empty) when the
+#: candidate was not timed
+TIMED_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TimedResult))
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Outcome of evaluating one candidate for one task: what every outcome has, and, for a
+    timed candidate, `timed` (`TimedResult`). Its fields read through as attributes
+    (``result.ms``: None when not timed), so a reader need not ask which kind it holds.
+
+    ``timing_backend`` says what the numbers are: ``cuda`` (CUDA events on a GPU) or
+    ``cpu-interpreter`` (wall clock under ``TRITON_INTERPRET=1``: never a GPU figure).
 
     ``eval_latency_s`` runs from handing the candidate to a ready worker to its answer (waiting
     for a fresh worker to start is not counted); ``worker_overhead_s`` is that latency minus
@@ -43,24 +76,15 @@ class EvalResult:
     kernel_id: str
     task_id: str
     error: str | None = None
+    #: why it failed, set where the failure was caught (None when ``ok``); retries read this,
+    #: never ``error``, which holds text the candidate wrote
+    failure_kind: FailureKind | None = None
     correct: bool = False
-    ms: float | None = None
-    shape_ms: tuple[float, ...] | None = None
-    ref_ms: float | None = None
-    ref_shape_ms: tuple[float, ...] | None = None
-    speedup: float | None = None
-    timing_cv: float | None = None
     timing_backend: str = "cpu-interpreter"
     #: what the candidate was timed against: "reference" (the task's PyTorch code) or "k0"
     baseline: str = "reference"
-    timing_reps: tuple[int, ...] | None = None
-    registers: int | None = None
-    spills: int | None = None
-    shared_bytes: int | None = None
-    num_warps: int | None = None
-    num_stages: int | None = None
-    phi: tuple[float, ...] | None = None
-    runtime_vec: tuple[float, ...] | None = None
+    #: the timed part (None: not timed, every failure)
+    timed: TimedResult | None = None
     eval_latency_s: float | None = None
     worker_overhead_s: float | None = None
     compile_s: float | None = None
@@ -91,26 +115,41 @@ class EvalResult:
     device_name: str | None = None
     #: True when the worker process was replaced after this candidate (crash, hang, CUDA fault)
     worker_recycled: bool = False
-    shapes: tuple[dict[str, int], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if self.status not in EVAL_STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {EVAL_STATUSES}")
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for names that are not fields: the timed part's, read through
+        if name in TIMED_FIELDS:
+            timed = self.__dict__.get("timed")
+            if timed is None:
+                return () if name == "shapes" else None
+            return getattr(timed, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def with_(self, **changes: Any) -> EvalResult:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict of every field."""
-        out = asdict(self)
+        """Plain JSON-able dict of every field, the timed part's flattened in (None when not
+        timed)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "timed"}
+        out.update({name: getattr(self, name) for name in TIMED_FIELDS})
         for key, value in out.items():
             if isinstance(value, tuple):
                 out[key] = list(value)
+            elif isinstance(value, FailureKind):
+                out[key] = value.value
         return out
 
 
 def failure(status: str, kernel_id: str, task_id: str, error: str, **extra: Any) -> EvalResult:
-    """A failed record with a short error message."""
+    """A failed record with a short error message (``failure_kind``: ``CANDIDATE`` unless
+    given)."""
+    if extra.get("failure_kind") is None:
+        extra["failure_kind"] = FailureKind.CANDIDATE
     return EvalResult(status=status, kernel_id=kernel_id, task_id=task_id,
                       error=short_error(error), correct=False, **extra)

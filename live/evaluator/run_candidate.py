@@ -1,7 +1,8 @@
 """Judge one candidate inside a worker: load, compile, check, time, read metadata.
 
-Returns a plain dict of ``EvalResult`` fields (plus ``recycle``) for every outcome; exceptions
-from the candidate are classified, never propagated.
+Takes a typed request (``live.evaluator.messages``: `EvaluateRequest` for a candidate,
+`GoldCheckRequest` for a load-time gold check) and returns a `WorkerReply` for every outcome;
+exceptions from the candidate are classified, never propagated.
 """
 
 from __future__ import annotations
@@ -12,15 +13,28 @@ import math
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from live.evaluator.checks import as_tuple, check_call, clone_inputs, poisoned_like
+from live.evaluator.failures import FailureKind, exception_kind
 from live.evaluator.host_memory import host_short
-from live.evaluator.loader import CandidateLoadError, load_candidate, unload_candidate
+from live.evaluator.loader import (
+    CandidateLoadError,
+    LoadedCandidate,
+    forget_candidate,
+    load_candidate,
+)
+from live.evaluator.messages import (
+    EvaluateRequest,
+    GoldCheckRequest,
+    WorkerReply,
+    WorkerRequest,
+)
 from live.evaluator.metadata import (
     DeviceLimits,
     phi_vector,
@@ -28,12 +42,11 @@ from live.evaluator.metadata import (
     runtime_vector,
     theoretical_occupancy_pct,
 )
-from live.evaluator.result import short_error
+from live.evaluator.result import TimedResult, short_error
 from live.evaluator.step_aside import StepAside
 from live.evaluator.task_source import resolve_task
 from live.evaluator.timing import (
     Samples,
-    TimingConfig,
     median,
     robust_cv,
     time_cpu,
@@ -48,13 +61,26 @@ PERF_SEED = 0
 
 
 class Outcome(Exception):
-    """A classified end of evaluation (status, message) raised from deep inside."""
+    """A classified end of evaluation (status, message, failure kind) raised from deep inside;
+    the kind is set here, where the failure is caught, never read back from the message."""
 
-    def __init__(self, status: str, message: str, recycle: bool = False):
+    def __init__(self, status: str, message: str, recycle: bool = False,
+                 kind: FailureKind = FailureKind.CANDIDATE):
         super().__init__(message)
         self.status = status
         self.message = message
         self.recycle = recycle
+        self.kind = kind
+
+    def reply(self) -> dict[str, Any]:
+        """The `WorkerReply` failure fields (status, short error, recycle, failure kind)."""
+        return {"status": self.status, "error": short_error(self.message),
+                "recycle": self.recycle, "failure_kind": self.kind.value}
+
+
+def _gone(message: str) -> Outcome:
+    """The evaluator went away while the worker waited on it (not the candidate's failure)."""
+    return Outcome("runtime_error", message, recycle=True, kind=FailureKind.EVALUATOR_GONE)
 
 
 def _describe(exc: BaseException) -> str:
@@ -68,7 +94,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def classify_exception(exc: BaseException, device: str = "cpu") -> Outcome:
-    """compile_error for Triton compiler failures, runtime_error otherwise.
+    """compile_error for Triton compiler failures, runtime_error otherwise; the failure kind
+    by the exception's type (``live.evaluator.failures.exception_kind``: out of device memory
+    or the candidate's).
 
     Every runtime error recycles the worker: a CUDA fault poisons the context, and a candidate
     that died half-way may have left state behind (patched modules, leaked memory).
@@ -79,7 +107,7 @@ def classify_exception(exc: BaseException, device: str = "cpu") -> Outcome:
     message = _describe(exc)
     if "illegal memory access" in str(exc):
         message = "illegal memory access: " + message
-    return Outcome("runtime_error", message, recycle=True)
+    return Outcome("runtime_error", message, recycle=True, kind=exception_kind(exc))
 
 
 def _dps(task: Any) -> bool:
@@ -145,7 +173,7 @@ class InputCache:
 
 
 def _out_of_memory(outcome: Outcome) -> bool:
-    return outcome.status == "runtime_error" and "out of memory" in outcome.message
+    return outcome.status == "runtime_error" and outcome.kind is FailureKind.OUT_OF_MEMORY
 
 
 @contextlib.contextmanager
@@ -160,8 +188,7 @@ def _stepping(aside: StepAside | None) -> Iterator[None]:
             yield
         except Outcome:
             if aside.lost:
-                raise Outcome("runtime_error", "the evaluator went away while checking",
-                              recycle=True) from None
+                raise _gone("the evaluator went away while checking") from None
             raise
 
 
@@ -256,9 +283,9 @@ class CandidateRunner:
             self._tasks[key] = resolve_task(spec, name)
         return self._tasks[key]
 
-    def evaluate(self, request: dict[str, Any], workdir: Path,
+    def evaluate(self, request: WorkerRequest, workdir: Path,
                  on_compiled: Callable[[], None],
-                 await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
+                 await_turn: Callable[[str], bool] | None = None) -> WorkerReply:
         """Judge one request. `await_turn(kind)`, if given, asks the parent for the GPU lock:
         ``"shared"`` after compiling (before the remaining checks), ``"timing"`` before timing
         (the device alone); it returns once granted (False: the parent is gone)."""
@@ -269,40 +296,40 @@ class CandidateRunner:
             # (kernel errors are reported asynchronously): the context is unusable, the
             # worker is replaced, and the response keeps what the evaluation found
             note = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
-            if response.get("status") == "ok":
-                response = {**response, "status": "runtime_error", "error": note}
-            return {**response, "recycle": True}
-        if (self.device == "cuda" and response.get("status") == "runtime_error"
-                and "out of memory" in (response.get("error") or "") and self._inputs.held):
+            if response.status == "ok":
+                response = replace(response, status="runtime_error", error=note,
+                                   failure_kind=FailureKind.CANDIDATE.value)
+            return replace(response, recycle=True)
+        if (self.device == "cuda" and response.status == "runtime_error"
+                and response.kind() is FailureKind.OUT_OF_MEMORY and self._inputs.held):
             # our own cache may have taken the room: drop it and judge the candidate again
             self._inputs.clear()
             torch.cuda.empty_cache()
             response = self._evaluate_once(request, workdir, on_compiled, await_turn)
         return response
 
-    def _evaluate_once(self, request: dict[str, Any], workdir: Path,
+    def _evaluate_once(self, request: WorkerRequest, workdir: Path,
                        on_compiled: Callable[[], None],
-                       await_turn: Callable[[str], bool] | None) -> dict[str, Any]:
+                       await_turn: Callable[[str], bool] | None) -> WorkerReply:
         phases: dict[str, Any] = {}  # timings, and what a gold check reads (D73)
         names: list[str] = []
         try:
             return self._evaluate(request, workdir, on_compiled, phases, names, await_turn)
         except Outcome as outcome:
-            return {"status": outcome.status, "error": short_error(outcome.message),
-                    "recycle": outcome.recycle, **phases}
+            return WorkerReply(**outcome.reply(), **phases)
         except BaseException as exc:  # noqa: BLE001 - anything left is a runtime fault
-            outcome = classify_exception(exc, self.device)
-            return {"status": outcome.status, "error": short_error(outcome.message),
-                    "recycle": outcome.recycle, **phases}
+            return WorkerReply(**classify_exception(exc, self.device).reply(), **phases)
         finally:
             for name in names:
-                unload_candidate(name)
+                forget_candidate(name)
 
-    def _load(self, code: str, workdir: Path, task: Any, names: list[str]) -> Any:
+    def _load(self, code: str, workdir: Path, task: Any, names: list[str],
+              drop_shapes: Iterable[int] = ()) -> LoadedCandidate:
         name = f"cand_{next(_module_counter)}"
         names.append(name)
         try:
-            return load_candidate(code, name, workdir, task.entry if _dps(task) else None)
+            return load_candidate(task, code, drop_shapes=drop_shapes, workdir=workdir,
+                                  module_name=name)
         except CandidateLoadError as exc:
             raise Outcome("compile_error", str(exc)) from None
 
@@ -318,11 +345,12 @@ class CandidateRunner:
             raise
         except BaseException as exc:  # noqa: BLE001
             outcome = classify_exception(exc, self.device)
-            raise Outcome(outcome.status, f"{label}: {outcome.message}", outcome.recycle) from None
+            raise Outcome(outcome.status, f"{label}: {outcome.message}", outcome.recycle,
+                          outcome.kind) from None
         if failure is not None:
             raise Outcome("incorrect", f"{label}: {failure.message}")
 
-    def _evaluate(self, request: dict[str, Any], workdir: Path, on_compiled: Callable[[], None],
+    def _evaluate(self, request: WorkerRequest, workdir: Path, on_compiled: Callable[[], None],
                   phases: dict[str, Any], names: list[str],
                   await_turn: Callable[[str], bool] | None = None) -> dict[str, Any]:
         # NOTE (D82): a gold-vs-gold check may bound the time it spends on performance inputs:
@@ -331,34 +359,33 @@ class CandidateRunner:
         # past `shape_cap_s` from now; those not reached are reported as `not_reached`, not
         # checked, and the operator's own test code still runs
         received = time.perf_counter()
-        budget = request.get("shape_budget_s") if request.get("check_only") else None
+        gold = request if isinstance(request, GoldCheckRequest) else None
+        candidate = request if isinstance(request, EvaluateRequest) else None
+        budget = gold.shape_budget_s if gold is not None else None
         try:
-            task = self._task(request["task_spec"], request["task_name"])
+            task = self._task(request.task_spec, request.task_name)
         except Exception as exc:  # noqa: BLE001 - the caller asked for something that is not there
             raise Outcome("rejected", f"no such task: {type(exc).__name__}: {exc}") from None
-        self._spec = request["task_spec"]
-        seed = int(request["seed"])
-        n_seeds = int(request.get("n_seeds", 3))
+        self._spec = request.task_spec
+        seed = int(request.seed)
+        n_seeds = int(request.n_seeds)
         dev = self.device
-        module = self._load(request["code"], workdir, task, names)
-        phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
         # the memory plan's dropped shapes (indices into the timed list) are left out, and so
-        # are the shapes the load-time gold check dropped; the shapes where the gold code
-        # disagrees with itself are timed but not compared (NOTE D73)
-        drop = set(request.get("drop_shapes") or ()) | set(task.shapes_with("dropped"))
-        unchecked = set(request.get("unchecked_shapes") or ()) | set(
+        # are the shapes the load-time gold check dropped (load_candidate); the shapes where
+        # the gold code disagrees with itself are timed but not compared (NOTE D73)
+        loaded = self._load(request.code, workdir, task, names,
+                            drop_shapes=request.drop_shapes)
+        module = loaded.module
+        phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
+        unchecked = set(request.unchecked_shapes) | set(
             task.shapes_with("unchecked"))
-        kept = [i for i in range(len(task.perf_shapes)) if i not in drop]
+        kept = list(loaded.perf_kept)
         if dev == "cuda":
             check_shapes = [(dict(s), None) for s in task.test_shapes]
             timed = timed_indices(task, kept)
             timed_shapes = [dict(task.perf_shapes[i]) for i in timed]
-        else:  # the CPU shapes stand in for the perf shapes: a CPU shape that is a perf
-            # shape (TritonBench-G) goes by that shape's index, any other by its position
-            perf = [dict(s) for s in task.perf_shapes]
-            cpu = [(dict(s), perf.index(dict(s)) if dict(s) in perf else position)
-                   for position, s in enumerate(task.cpu_shapes)]
-            cpu = [(s, i) for s, i in cpu if i not in drop]
+        else:  # the CPU shapes stand in for the perf shapes (LoadedCandidate.cpu_kept)
+            cpu = list(loaded.cpu_kept)
             check_shapes = [(s, i) for s, i in cpu if i not in unchecked]
             timed_shapes = [s for s, _ in cpu]
         # NOTE (D10): several seeds on every test shape, but each perf shape is checked once,
@@ -373,16 +400,17 @@ class CandidateRunner:
         timed_seed = PERF_SEED if dev == "cuda" else seed  # CPU: the first check seed's inputs
         if dev == "cuda":
             compared = [i for i in kept if i not in unchecked]
-            if not request.get("check_only"):  # a candidate: the task may check fewer (D74)
+            if gold is None:  # a candidate: the task may check fewer (D74)
                 compared = checked_indices(task, compared, timed)
             plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in compared]
         if not plan and getattr(task, "source_check", None) is None:
             raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
         # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to
         # measure each shape's peak device memory (live.gold.judge, NOTE D73)
-        keep_going = bool(request.get("check_only") and request.get("keep_going"))
-        peaks: dict[int, int] | None = {} if request.get("measure_peaks") and dev == "cuda" \
-            else None
+        keep_going = gold is not None and gold.keep_going
+        peaks: dict[int, int] | None = ({} if gold is not None and gold.measure_peaks
+                                        and dev == "cuda" else None)
+        flag = candidate.step_aside_flag if candidate is not None else None
         failures: dict[int, dict[str, str]] = {}
 
         def check(entry: tuple[dict, int, int | None], inputs: tuple | None = None) -> None:
@@ -403,7 +431,8 @@ class CandidateRunner:
                         (outcome.status == "incorrect" and not outcome.recycle)
                         or _out_of_memory(outcome)):
                     raise
-                failures[index] = {"status": outcome.status, "error": outcome.message}
+                failures[index] = {"status": outcome.status, "error": outcome.message,
+                                   "failure_kind": outcome.kind.value}
                 if outcome.status == "incorrect" and peaks is not None:
                     peaks[index] = int(torch.cuda.max_memory_allocated() - before)
                 self.release_inputs()
@@ -417,17 +446,15 @@ class CandidateRunner:
         # NOTE (D97): with step-aside the first check runs under the shared side too (taken at
         # its first torch call or launch; Triton compiles with it let go), so that its GPU work
         # (TritonBench-G has no test shapes: a whole perf shape) never overlaps a timing
-        first = (StepAside(request["step_aside_flag"], await_turn, self._sync, first=True)
-                 if await_turn is not None and request.get("step_aside_flag") and peaks is None
-                 and plan else None)
+        first = (StepAside(flag, await_turn, self._sync, first=True)
+                 if await_turn is not None and flag and peaks is None and plan else None)
         if plan:  # the first check compiles (a tiny shape); else the source check will
             with _stepping(first):
                 check(plan[0])
             if first is not None and first.held_now:
                 self._sync()
                 if not await_turn("release"):
-                    raise Outcome("runtime_error", "the evaluator went away while checking",
-                                  recycle=True)
+                    raise _gone("the evaluator went away while checking")
         phases["compile_s"] = time.perf_counter() - started - (
             first.waited_s if first is not None else 0.0)
         on_compiled()
@@ -446,15 +473,13 @@ class CandidateRunner:
         # compiling (CPU work, plus the first check's tiny launch) overlaps other candidates;
         # from here on the GPU is shared with other checks only, never with a timing
         if await_turn is not None and not await_turn("shared"):
-            raise Outcome("runtime_error", "the evaluator went away before checking",
-                          recycle=True)
+            raise _gone("the evaluator went away before checking")
         started = time.perf_counter()
         deadline = None
-        if budget is not None:
-            deadline = max(received + float(budget),
-                           started + float(request.get("shape_floor_s") or 0.0))
-            if request.get("shape_cap_s") is not None:
-                deadline = min(deadline, received + float(request["shape_cap_s"]))
+        if gold is not None and budget is not None:
+            deadline = max(received + float(budget), started + float(gold.shape_floor_s or 0.0))
+            if gold.shape_cap_s is not None:
+                deadline = min(deadline, received + float(gold.shape_cap_s))
         not_reached: list[int] = []
         # NOTE (D95): a check holds the GPU lock's shared side only while it runs on the GPU:
         # each shape's inputs (TritonBench-G makes them on the CPU, seconds for the big ones,
@@ -467,8 +492,7 @@ class CandidateRunner:
         # NOTE (D97): while a batch of timings waits, the check steps aside at its next torch
         # call or Triton launch (once its own GPU work is done) instead of holding the shared
         # side to the end of its shape or of the operator's test code
-        aside = (StepAside(request["step_aside_flag"], await_turn, self._sync)
-                 if off_lock and request.get("step_aside_flag") else None)
+        aside = (StepAside(flag, await_turn, self._sync) if off_lock and flag else None)
 
         def aside_waits() -> float:
             return aside.waited_s if aside is not None else 0.0
@@ -485,15 +509,11 @@ class CandidateRunner:
                         aside.holding = False
                     self._sync()  # our GPU work so far is done before we let go
                     if not await_turn("release"):
-                        raise Outcome("runtime_error",
-                                      "the evaluator went away while checking",
-                                      recycle=True)
+                        raise _gone("the evaluator went away while checking")
                     inputs = self._make_inputs(task, entry[0], entry[1])
                     asked = time.perf_counter()
                     if not await_turn("shared"):
-                        raise Outcome("runtime_error",
-                                      "the evaluator went away while checking",
-                                      recycle=True)
+                        raise _gone("the evaluator went away while checking")
                     waited += time.perf_counter() - asked
                     if aside is not None:
                         aside.holding = True
@@ -514,11 +534,11 @@ class CandidateRunner:
             if source_check is not None:
                 ran, aside_before = time.perf_counter(), aside_waits()
                 try:
-                    problem = source_check(request["code"], dev)
+                    problem = source_check(request.code, dev)
                 except BaseException as exc:  # noqa: BLE001
                     outcome = classify_exception(exc, dev)
                     raise Outcome(outcome.status, f"source check: {outcome.message}",
-                                  outcome.recycle) from None
+                                  outcome.recycle, outcome.kind) from None
                 finally:
                     # the operator's own test code, run whole under the shared side
                     # (TritonBench-G), less its waits while stepped aside (D97)
@@ -540,24 +560,24 @@ class CandidateRunner:
         if failures:  # keep_going: every failing perf shape, for the gold check to judge
             first = min(failures)
             phases["shape_failures"] = failures
-            raise Outcome(failures[first]["status"], failures[first]["error"])
-        if request.get("check_only"):  # a gold-vs-gold check: correctness, no timing
-            return {"status": "ok", "error": None, "correct": True, "recycle": False, **phases}
+            raise Outcome(failures[first]["status"], failures[first]["error"],
+                          kind=FailureKind(failures[first]["failure_kind"]))
+        if candidate is None:  # a gold-vs-gold check: correctness, no timing
+            return WorkerReply(status="ok", correct=True, **phases)
 
         prepared = time.perf_counter()
-        baseline_code = request.get("baseline_code")
+        baseline_code = candidate.baseline_code
         base_module = None
         if baseline_code is not None:
-            base_module = self._load(baseline_code, workdir, task, names)
-        config = TimingConfig(**request.get("timing", {}))
+            base_module = self._load(baseline_code, workdir, task, names).module
+        config = candidate.timing
         if await_turn is not None:
             self._sync()  # our own checks are done before we ask for the device alone
             self._release_cached_memory()  # what the plan's pool gets back is free on the card
         phases["prep_s"] = time.perf_counter() - prepared
         if await_turn is not None:
             if not await_turn("timing"):
-                raise Outcome("runtime_error", "the evaluator went away before timing",
-                              recycle=True)
+                raise _gone("the evaluator went away before timing")
         started = time.perf_counter()
         shape_ms, ref_shape_ms, cvs, reps = [], [], [], []
         footprint = None
@@ -582,7 +602,7 @@ class CandidateRunner:
             except BaseException as exc:  # noqa: BLE001
                 outcome = classify_exception(exc, dev)
                 raise Outcome(outcome.status, f"timing shape {shape}: {outcome.message}",
-                              outcome.recycle) from None
+                              outcome.recycle, outcome.kind) from None
             base_ms, cand_ms = samples.ms
             ref_shape_ms.append(median(base_ms))
             shape_ms.append(median(cand_ms))
@@ -601,26 +621,23 @@ class CandidateRunner:
         last = timed_shapes[-1] if timed_shapes else {}
         flops = float(task.flops(last)) if task.flops is not None and last else None
         moved = float(task.bytes_moved(last)) if task.bytes_moved is not None and last else None
-        return {
-            "status": "ok",
-            "error": None,
-            "correct": True,
-            "ms": ms,
-            "shape_ms": tuple(shape_ms),
-            "ref_ms": ref_ms,
-            "ref_shape_ms": tuple(ref_shape_ms),
-            "speedup": ref_ms / ms if ms > 0 else None,
-            "timing_cv": timing_cv,
-            "timing_backend": "cuda" if dev == "cuda" else "cpu-interpreter",
-            "timing_reps": tuple(reps),
-            "registers": meta.registers,
-            "spills": meta.spills,
-            "shared_bytes": meta.shared_bytes,
-            "num_warps": meta.num_warps,
-            "num_stages": meta.num_stages,
-            "phi": phi_vector(ms, meta, self.limits),
-            "runtime_vec": runtime_vector(ms, footprint, flops, moved, meta, occupancy),
-            "shapes": tuple(timed_shapes),
-            "recycle": False,
-            **phases,
-        }
+        timed = TimedResult(
+            ms=ms,
+            shape_ms=tuple(shape_ms),
+            ref_ms=ref_ms,
+            ref_shape_ms=tuple(ref_shape_ms),
+            speedup=ref_ms / ms if ms > 0 else None,
+            timing_cv=timing_cv,
+            timing_reps=tuple(reps),
+            registers=meta.registers,
+            spills=meta.spills,
+            shared_bytes=meta.shared_bytes,
+            num_warps=meta.num_warps,
+            num_stages=meta.num_stages,
+            phi=phi_vector(ms, meta, self.limits),
+            runtime_vec=runtime_vector(ms, footprint, flops, moved, meta, occupancy),
+            shapes=tuple(timed_shapes),
+        )
+        return WorkerReply(status="ok", correct=True,
+                           timing_backend="cuda" if dev == "cuda" else "cpu-interpreter",
+                           timed=timed, **phases)

@@ -1,10 +1,11 @@
 """One sandboxed worker process, seen from the evaluator (parent side; no torch here).
 
-The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API keys,
-tokens, secrets or passwords), in its own session (so a kill takes its children too), with core
-dumps off and, on CPU, an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge
-virtual address space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls
-the worker's resident memory instead and the worker caps its CUDA allocator at the same limit.
+The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API
+keys, tokens, secrets or passwords), its settings (``WorkerSettings``) the first frame on its
+stdin, in its own session (so a kill takes its children too), with core dumps off and, on CPU,
+an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge virtual address
+space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls the worker's
+resident memory instead and the worker caps its CUDA allocator at the same limit.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live.evaluator.failures import FailureKind
 from live.evaluator.protocol import read_frame_fd, write_frame
+from live.evaluator.settings import WorkerSettings
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "HF_", "HUGGING", "AWS_", "AZURE_", "GOOGLE_",
@@ -44,11 +47,22 @@ def scrubbed_env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Received:
-    """What waiting on a worker produced: a message, or why there is none."""
+    """What waiting on a worker produced: a message, or why there is none (`failure`: the
+    kind of a death or of the memory watch's kill, set here, where it is seen)."""
 
     kind: str  # "message" | "timeout" | "died" | "memory"
     message: Any = None
     detail: str = ""
+    failure: FailureKind | None = None
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start; `failure` says how it ended (``KILLED_BY_SYSTEM``: the
+    system's out-of-memory killer took it, NOTE D94)."""
+
+    def __init__(self, message: str, failure: FailureKind | None):
+        super().__init__(message)
+        self.failure = failure
 
 
 def _signal_name(returncode: int) -> str:
@@ -61,19 +75,20 @@ def _signal_name(returncode: int) -> str:
 class WorkerProcess:
     """A warm worker: spawned at once, ready when it has imported torch and triton."""
 
-    def __init__(self, *, device: str, memory_limit_mb: int | None, env_extra: dict[str, str]):
-        self.device = device
-        self.memory_limit_mb = memory_limit_mb
+    def __init__(self, settings: WorkerSettings):
+        self.settings = settings
+        self.device = settings.device
+        self.memory_limit_mb = settings.memory_limit_mb
         self.info: dict[str, Any] | None = None
+        #: set once kernelband itself sends the worker SIGKILL (its death is then not the
+        #: system's doing)
+        self._killing = False
         self._log = tempfile.NamedTemporaryFile(prefix="kb-worker-", suffix=".log", delete=False)
         pythonpath = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
         )
-        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "KB_DEVICE": device,
-                 "PYTHONFAULTHANDLER": "1", **env_extra}
-        if memory_limit_mb:
-            extra["KB_MEMORY_LIMIT_MB"] = str(memory_limit_mb)
-        if device == "cpu":
+        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "live.evaluator.worker"],
@@ -86,6 +101,8 @@ class WorkerProcess:
             preexec_fn=self._limits,
         )
         self.started_at = time.perf_counter()
+        # the worker reads its settings first, before it imports torch
+        self.send(settings)
 
     def _limits(self) -> None:  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -144,9 +161,12 @@ class WorkerProcess:
                 rss_mb = self._rss_mb()
                 if rss_mb > self.memory_limit_mb:
                     return Received("memory", detail=f"host memory {rss_mb:.0f} MB > limit "
-                                                     f"{self.memory_limit_mb} MB")
+                                                     f"{self.memory_limit_mb} MB",
+                                    failure=FailureKind.MEMORY_LIMIT)
 
-    def _death(self) -> Received:  # its detail is what `killed_by_system` reads
+    def _death(self) -> Received:
+        """How the worker ended: ``KILLED_BY_SYSTEM`` for a SIGKILL kernelband did not send
+        (NOTE D80: the system's out-of-memory killer), ``CANDIDATE`` for any other death."""
         try:
             returncode = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -156,8 +176,10 @@ class WorkerProcess:
             detail = f"worker died: signal {-returncode} ({_signal_name(returncode)})"
         else:
             detail = f"worker died: exit code {returncode}"
+        by_system = returncode == -signal.SIGKILL and not self._killing
+        failure = FailureKind.KILLED_BY_SYSTEM if by_system else FailureKind.CANDIDATE
         tail = self.log_tail()
-        return Received("died", detail=f"{detail}; {tail}" if tail else detail)
+        return Received("died", detail=f"{detail}; {tail}" if tail else detail, failure=failure)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the worker has imported torch/triton; raise if it cannot start."""
@@ -166,12 +188,14 @@ class WorkerProcess:
         got = self.receive(timeout_s)
         if got.kind != "message" or got.message[0] != "ready":
             self.kill()
-            raise RuntimeError(f"evaluator worker failed to start ({got.kind}): {got.detail}")
+            raise WorkerStartError(
+                f"evaluator worker failed to start ({got.kind}): {got.detail}", got.failure)
         self.info = got.message[1]
 
     def kill(self) -> None:
         """Kill the worker and everything it started."""
         if self.proc.poll() is None:
+            self._killing = True
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -202,9 +226,3 @@ class WorkerProcess:
                 pass
         self.kill()
 
-
-def killed_by_system(error: object) -> bool:
-    """Whether a worker's death (`WorkerProcess._death`'s detail, as a result's error) was a
-    SIGKILL that kernelband did not send: the system's out-of-memory killer (D80). Its own kills
-    read otherwise (a time-out, the worker's memory limit)."""
-    return "(SIGKILL)" in str(error)

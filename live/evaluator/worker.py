@@ -1,9 +1,12 @@
 """The worker process: ``python -m live.evaluator.worker`` (started by `sandbox.WorkerProcess`).
 
-It imports torch and triton once, says ``ready``, then serves ``evaluate`` requests one at a time
-over stdin/stdout frames (the candidate's own prints go to stderr, a log file). Each candidate
-runs in a fresh temp dir as cwd. After a runtime fault (CUDA errors poison the context) it
-answers, then exits, and the parent starts a fresh one.
+It reads its settings (``live.evaluator.settings.WorkerSettings``, the first frame), imports
+torch and triton once, says ``ready``, then serves requests one at a time over
+stdin/stdout frames: an ``EvaluateRequest``, answered with a ``WorkerReply`` (see
+``live.evaluator.messages``), or a ``{"op": "call"}`` dict, answered with a dict. The
+candidate's own prints go to stderr, a log file. Each candidate runs in a fresh temp dir as
+cwd. After a runtime fault (CUDA errors poison the context) it answers, then exits, and the
+parent starts a fresh one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,21 +75,25 @@ def _print_options_resetter() -> Callable[[], None]:
 def main() -> None:
     proto_in, proto_out = _protocol_streams()
     from live.evaluator.protocol import read_frame_fd, write_frame
+    from live.evaluator.settings import WorkerSettings, set_worker_settings
 
-    device = os.environ.get("KB_DEVICE", "cpu")
+    settings = read_frame_fd(proto_in.fileno())  # the parent's first frame
+    if not isinstance(settings, WorkerSettings):
+        raise SystemExit(f"expected WorkerSettings first, got {type(settings).__name__}")
+    set_worker_settings(settings)
+    device = settings.device
     import torch
     import triton  # noqa: F401 - warm import, the reason workers exist
 
-    limit_mb = os.environ.get("KB_MEMORY_LIMIT_MB")
-    sharing = max(1, int(os.environ.get("KB_GPU_WORKERS", "1")))
+    limit_mb = settings.memory_limit_mb
     share_bytes = None
-    planned_cap = os.environ.get("KB_GPU_CAP_BYTES")
+    planned_cap = settings.gpu_cap_bytes
     if device == "cuda" and (limit_mb or planned_cap):
         total = torch.cuda.get_device_properties(0).total_memory
         if planned_cap:  # the evaluator's memory plan (live.evaluator.memory_plan)
             fraction = min(1.0, int(planned_cap) / total)
         else:  # several workers on one GPU split it (with room for contexts and the allocator)
-            fraction = min(1.0, int(limit_mb) * 2**20 / total, 0.9 / sharing)
+            fraction = min(1.0, int(limit_mb) * 2**20 / total, 0.9 / settings.gpu_workers)
         torch.cuda.set_per_process_memory_fraction(fraction)
         share_bytes = int(fraction * total)
     if device == "cpu":
@@ -97,7 +105,7 @@ def main() -> None:
             pass
     info = _device_info(device)
     info["triton"] = triton.__version__
-    if os.environ.get("KB_QUICK_AUTOTUNE") == "1":  # NOTE (D79), set by the evaluator
+    if settings.quick_autotune:  # NOTE (D79), set by the evaluator
         from live.evaluator.autotune import install_quick_autotune
 
         info["quick_autotune"] = install_quick_autotune()
@@ -105,9 +113,8 @@ def main() -> None:
         info["gpu_bytes_share"] = share_bytes
     from live.evaluator.run_candidate import CandidateRunner
 
-    cache_bytes = os.environ.get("KB_INPUT_CACHE_BYTES")
     runner = CandidateRunner(device=device, info=info,
-                             input_cache_bytes=int(cache_bytes) if cache_bytes else None)
+                             input_cache_bytes=settings.input_cache_bytes)
     home = Path(tempfile.mkdtemp(prefix="kb-worker-"))
     from live.evaluator.guard import install as install_guard
 
@@ -116,7 +123,7 @@ def main() -> None:
     reset_print_options = _print_options_resetter()
     while True:
         request = read_frame_fd(proto_in.fileno())
-        if request is None or request.get("op") == "exit":
+        if request is None or (isinstance(request, dict) and request.get("op") == "exit"):
             break
         reset_print_options()
         workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
@@ -130,22 +137,30 @@ def main() -> None:
             return isinstance(answer, dict) and answer.get("op") == "go"
 
         try:
-            if request.get("op") == "call":  # a named kernelband function (gold checks)
+            if isinstance(request, dict):  # {"op": "call"}: a named kernelband function
                 from live.evaluator.isolated import serve_call
 
-                response = serve_call(request, runner, workdir)
+                if request.get("op") != "call":
+                    raise ValueError(f"unknown request op {request.get('op')!r}")
+                response: Any = serve_call(request, runner, workdir)
             else:
                 response = runner.evaluate(
                     request, workdir,
                     on_compiled=lambda: write_frame(proto_out, ("phase", "compiled")),
-                    await_turn=await_turn if request.get("exclusive_timing") else None,
+                    await_turn=await_turn if request.exclusive_timing else None,
                 )
         finally:
             os.chdir(home)
             shutil.rmtree(workdir, ignore_errors=True)
-        response["worker_s"] = time.perf_counter() - started
+        worker_s = time.perf_counter() - started
+        if isinstance(response, dict):
+            response["worker_s"] = worker_s
+            recycle = bool(response.get("recycle"))
+        else:
+            response = replace(response, worker_s=worker_s)
+            recycle = response.recycle
         write_frame(proto_out, ("result", response))
-        if response.get("recycle"):
+        if recycle:
             break
     shutil.rmtree(home, ignore_errors=True)
     proto_out.flush()

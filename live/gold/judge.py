@@ -11,13 +11,15 @@ Every gold-vs-gold check runs in a worker, never in the loading process.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from live.evaluator.autotune import install_first_config_autotune, install_quick_autotune
+from live.evaluator.failures import exception_kind
+from live.evaluator.messages import GoldCheckRequest
+from live.evaluator.settings import worker_settings
 
 #: statuses of a load-time gold check that mean the gold code disagrees with itself
 NONDETERMINISTIC = "nondeterministic"
@@ -60,9 +62,10 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     operator passes on the shapes checked.
     """
     started = time.perf_counter()
-    if os.environ.get("KB_QUICK_AUTOTUNE") == "1":
+    settings = worker_settings()
+    if settings is not None and settings.quick_autotune:
         install_quick_autotune()
-    if os.environ.get("KB_FIRST_CONFIG") == "1":
+    if settings is not None and settings.first_config:
         install_first_config_autotune()
     # nothing is timed in a check worker and its next check is another task's: inputs are
     # made, used and dropped, never kept beside the check's own copies
@@ -71,7 +74,8 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
         task = runner._task(task_spec, task_name)
     except Exception as exc:  # noqa: BLE001 - a script that fails to build is a result
         return {"status": "build_error", "recycle": True,
-                "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000]}
+                "error": f"could not build the task: {type(exc).__name__}: {exc}"[:2000],
+                "failure_kind": exception_kind(exc).value}
     build_s = time.perf_counter() - started
     meta = describe(task) if describe is not None else None
     known = {int(k): dict(v) for k, v in (verdicts or {}).items()}
@@ -131,28 +135,30 @@ class Judgement:
         self.peaks: dict[int, int] = {}
         self.spent = {"rounds": 0, "compile_s": 0.0, "check_s": 0.0}  # every round's, added up
 
-    def evaluate(self, request: dict[str, Any]) -> dict[str, Any]:
+    def evaluate(self, request: GoldCheckRequest) -> dict[str, Any]:
         """One round: k0 judged by the worker's candidate runner."""
-        response = self.runner.evaluate(request, self.workdir, on_compiled=lambda: None)
+        response = self.runner.evaluate(request, self.workdir,
+                                        on_compiled=lambda: None).as_dict()
         self.spent["rounds"] += 1
         for phase in ("compile_s", "check_s"):
             self.spent[phase] += float(response.get(phase) or 0.0)
         return response
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> GoldCheckRequest:
         """The next round's request: k0, checked only, every shape's verdict so far."""
         limit = self.budget.limits() if self.budget is not None else {}
         verdicts = self.verdicts
-        return {**limit, "op": "evaluate", "task_spec": self.task_spec,
-                "task_name": self.task_name, "code": self.task.k0, "seed": 0, "n_seeds": 1,
-                "check_only": True, "keep_going": True, "measure_peaks": True,
-                "drop_shapes": sorted(i for i, v in verdicts.items() if v["kind"] == "dropped"),
-                "unchecked_shapes": sorted(i for i, v in verdicts.items()
-                                           if v["kind"] == "unchecked")}
+        return GoldCheckRequest(
+            **limit, task_spec=self.task_spec, task_name=self.task_name, code=self.task.k0,
+            seed=0, n_seeds=1, keep_going=True, measure_peaks=True,
+            drop_shapes=tuple(sorted(i for i, v in verdicts.items() if v["kind"] == "dropped")),
+            unchecked_shapes=tuple(sorted(i for i, v in verdicts.items()
+                                          if v["kind"] == "unchecked")))
 
     def result(self, response: dict[str, Any], **extra: Any) -> dict[str, Any]:
         """What goes back to the parent: `response`'s outcome with the check's findings."""
         return {"status": response["status"], "error": response.get("error"),
+                "failure_kind": response.get("failure_kind"),
                 "recycle": bool(response.get("recycle")), "meta": self.meta, **self.spent,
                 "shape_verdicts": {str(k): v for k, v in sorted(self.verdicts.items())},
                 "shape_peaks": {str(k): v for k, v in sorted(self.peaks.items())},
@@ -209,7 +215,8 @@ class Judgement:
                               f"{failure['error']}")
                 else:  # out of memory beside other checks: the parent retries it alone
                     return self.result({**response, "status": failure["status"],
-                                        "error": failure["error"]})
+                                        "error": failure["error"],
+                                        "failure_kind": failure["failure_kind"]})
         return self.result(response, status=NONDETERMINISTIC, error=(
             f"nondeterministic: the gold code disagreed with itself on new shapes in each of "
             f"{MAX_ROUNDS} checks: {response.get('error')}"))

@@ -27,28 +27,30 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from live.devices import resolve_device
+from live.evaluator.failures import FailureKind
 from live.evaluator.host_memory import HostRoom
 from live.evaluator.isolated import CALLABLE_PREFIX, Call, default_workers, run_calls
-from live.evaluator.sandbox import killed_by_system
+from live.evaluator.settings import WorkerSettings
 from live.gold import cache
 from live.tasks.skips import Loaded, Skipped
 
 #: results of plain-script runs are keyed by this prefix and the item's name
 PLAIN_KEY = "plain-script:"
 #: NOTE (D89, which replaces D66 here): each autotuned kernel runs the first of its
-#: configurations that compiles and runs (``KB_FIRST_CONFIG``), so the gold code and k0 run the
+#: configurations that compiles and runs (``first_config``), so the gold code and k0 run the
 #: same configuration, compare like with like, and compile one configuration per input instead
 #: of every one (D66 had them share Triton's on-disk autotuning cache, which still compiled
 #: them all: on an H200, `int8_dequant_matmul`'s 418 configurations and
 #: `triton_linear_activation`'s 58 for each of 5 test variants ran past the time limit)
-#: Each check worker may take up to 0.45 of the GPU's memory (KB_GPU_WORKERS=2 for the
+#: Each check worker may take up to 0.45 of the GPU's memory (``gpu_workers=2`` for the
 #: allocator cap, with CHECK_MEMORY_MB), not 1/16 as 16 evaluator workers would: on an H200, 60
 #: of 181 operators ran out of memory under 1/16 each with 80-120 GiB of the card free, and 10 of
 #: 135 under 0.225 (2026-11-24, git history). Checks rarely peak together; a real out-of-memory is
-#: retried alone. KB_QUICK_AUTOTUNE: short autotuning benchmarks in check workers (D71).
-CHECK_ENV = {"KB_FIRST_CONFIG": "1", "KB_QUICK_AUTOTUNE": "1", "KB_GPU_WORKERS": "2"}
-#: host memory per check worker (MB); with KB_GPU_WORKERS=2 it also lets each take up to 0.45 of
-#: the GPU (the worker caps its allocator at the smaller of this and 0.9 / KB_GPU_WORKERS): under
+#: retried alone. ``quick_autotune``: short autotuning benchmarks in check workers (D71).
+#: (The device and memory limit are the pool's, `run_calls`.)
+CHECK_SETTINGS = WorkerSettings(first_config=True, quick_autotune=True, gpu_workers=2)
+#: host memory per check worker (MB); with gpu_workers=2 it also lets each take up to 0.45 of
+#: the GPU (the worker caps its allocator at the smaller of this and 0.9 / gpu_workers): under
 #: 32 GB (0.225 of an H200) 10 of 135 operators ran out of memory with 40-96 GiB of the card free
 CHECK_MEMORY_MB = 65536
 #: a check that ran out of GPU memory (or past the worker's host-memory limit) beside the others
@@ -264,7 +266,7 @@ class GoldLoad:
             first = [*self.calls,
                      *(self.plain_calls[PLAIN_KEY + item.name] for item in unexplained)]
             run_calls(first, device=device, workers=workers, on_result=self.done,
-                      memory_limit_mb=CHECK_MEMORY_MB, env_extra=CHECK_ENV,
+                      memory_limit_mb=CHECK_MEMORY_MB, settings=CHECK_SETTINGS,
                       follow_up=self.follow_up, tail_slots=TAIL_SLOTS, host_room=room,
                       overtime=self.overtime)
             # a check that ran out of memory beside 15 others is retried with room for more
@@ -277,7 +279,7 @@ class GoldLoad:
                 run_calls(list(self.alone.values()), device=device, workers=RETRY_WORKERS,
                           on_result=lambda call, result: self.done(call, result, retried=True),
                           memory_limit_mb=RETRY_MEMORY_MB,
-                          env_extra={**CHECK_ENV, "KB_GPU_WORKERS": str(RETRY_WORKERS)},
+                          settings=replace(CHECK_SETTINGS, gpu_workers=RETRY_WORKERS),
                           follow_up=lambda call, result: self.follow_up(call, result,
                                                                         retried=True))
         if room is None and not self.killed:
@@ -442,7 +444,7 @@ class GoldLoad:
         return replace(call, kwargs={**call.kwargs, "drop_out_of_memory": True,
                                      "verdicts": result.get("shape_verdicts") or {}},
                        tail=True, front=False, memory_limit_mb=RETRY_MEMORY_MB,
-                       env={"KB_GPU_WORKERS": str(RETRY_WORKERS)})
+                       gpu_workers=RETRY_WORKERS)
 
 
 def _out_of_room(call: Call, result: dict[str, Any]) -> bool:
@@ -457,14 +459,19 @@ def _oom(result: dict[str, Any]) -> bool:
     itself) was killed by the operating system's out-of-memory killer: on an H200 host (128 GiB)
     `chunk_retention`, whose performance script makes 24 GiB of inputs on the host, died so
     beside 11 other checks and passes alone, as its plain script does."""
-    error = str(result.get("error"))
-    return ("out of memory" in error or "memory limit exceeded" in error
-            or _killed_by_system(result))
+    return result.get("failure_kind") in _OUT_OF_ROOM
+
+
+#: the failure kinds that say a check ran out of room (device memory, the worker's host-memory
+#: limit, the host: D80), not that the operator failed; set where each failure was caught
+_OUT_OF_ROOM = (FailureKind.OUT_OF_MEMORY, FailureKind.MEMORY_LIMIT,
+                FailureKind.KILLED_BY_SYSTEM)
 
 
 def _killed_by_system(result: dict[str, Any]) -> bool:
     """A worker that died of a SIGKILL kernelband did not send (D80)."""
-    return result.get("status") == "crashed" and killed_by_system(result.get("error"))
+    return (result.get("status") == "crashed"
+            and result.get("failure_kind") == FailureKind.KILLED_BY_SYSTEM)
 
 
 def _reason(result: dict[str, Any]) -> str:

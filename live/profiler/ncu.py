@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -117,8 +117,12 @@ class NcuProfiler:
                  timeout_s: float = 300.0, ncu_path: str | None = None, launches: int = 3,
                  device: str = "cuda", quiet: bool = False,
                  device_gate: Callable[[], AbstractContextManager] | None = None,
-                 session_memory: Callable[[list[str]], AbstractContextManager] | None = None):
+                 session_memory: Callable[[list[str]], AbstractContextManager] | None = None,
+                 dropped_shapes: Callable[[str], Sequence[int]] | None = None):
         self.task_spec = canonical_spec(task_spec)
+        #: a task's perf-shape indices not to run (the evaluator's: its memory plan's and the
+        #: load-time check's, which a task rebuilt in the target program does not hold)
+        self.dropped_shapes = dropped_shapes
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout_s = timeout_s
         self.launches = launches
@@ -302,6 +306,7 @@ class NcuProfiler:
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
                         self.task_spec, "--calls", str(calls)]
             tasks = {task_name for task_name, _, _ in chunk}
+            command += self._drop_args(tasks)
             if len(tasks) == 1:  # one task: --task T --code FILE ...
                 command += ["--task", next(iter(tasks))]
                 for path in paths:
@@ -328,6 +333,15 @@ class NcuProfiler:
                                           profiler=self.name)
             out.append(ProfileResult(**{**asdict(result), "latency_s": each_s}))
         return out
+
+    def _drop_args(self, task_names: set[str]) -> list[str]:
+        """``--drop TASK=I,J`` for each of `task_names` with dropped shapes."""
+        args: list[str] = []
+        for task_name in sorted(task_names):
+            dropped = list(self.dropped_shapes(task_name)) if self.dropped_shapes else []
+            if dropped:
+                args += ["--drop", f"{task_name}={','.join(str(i) for i in dropped)}"]
+        return args
 
     def _command(self) -> list[str]:
         """ncu and the options every session shares (raw CSV page of our metrics)."""
@@ -418,7 +432,7 @@ class NcuProfiler:
                 command += ["--launch-count", str(self.launches)]
             command += [sys.executable, "-m", "live.profiler.target", "--task-spec",
                         self.task_spec, "--task", task_name, "--code", str(code_path),
-                        "--calls", str(self.launches + 1)]
+                        "--calls", str(self.launches + 1), *self._drop_args({task_name})]
             stdout, stderr, returncode, error = self._spawn(command, workdir, self.timeout_s,
                                                             [task_name])
         finally:

@@ -1,11 +1,14 @@
 """The program Nsight Compute runs: one candidate on one shape, a few launches.
 
 ``python -m live.profiler.target --task-spec S --task T --code FILE [--code FILE2 ...]
-[--shape-index I] [--calls N]``: every candidate in turn on the same inputs, N calls each (a batch
-of candidates whose kernels were renamed apart, see live.profiler.batch). ``--item TASK=FILE``
-(repeated) takes candidates of several tasks into one session, one task's inputs at a time. A
-candidate that raises is reported on stderr and skipped. Writes nothing to stdout (ncu's CSV
-goes there).
+[--shape-index I] [--calls N] [--drop T=I,J]``: every candidate in turn on the same inputs, N
+calls each (a batch of candidates whose kernels were renamed apart, see live.profiler.batch).
+``--item TASK=FILE`` (repeated) takes candidates of several tasks into one session, one task's
+inputs at a time. Candidates are loaded as the evaluator loads them
+(``live.evaluator.loader.load_candidate``: a whole TritonBench-G operator file's test code is
+not run), and the shape run is the middle one of the shapes not dropped (``--drop``, and those
+the task's load-time check dropped). A candidate that raises is reported on stderr and skipped.
+Writes nothing to stdout (ncu's CSV goes there).
 
 Nsight Compute runs this with ``--profile-from-start off``: each task's inputs are built and its
 candidates loaded and called once (compiling, autotuning) unprofiled; only the measured calls
@@ -23,7 +26,10 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 #: the environment variable naming the Unix socket of the device gate (`live.profiler.gate`)
 GATE_ENV = "KB_PROFILE_GATE"
@@ -62,6 +68,62 @@ def representative_shape_index(n_shapes: int) -> int:
     return max(0, (n_shapes - 1) // 2)
 
 
+def parse_drops(values: list[str]) -> dict[str, list[int]]:
+    """``--drop TASK=I,J`` values as {task: [I, J]} (several for one task add up)."""
+    drops: dict[str, list[int]] = {}
+    for value in values:
+        task_name, _, indices = value.partition("=")
+        drops.setdefault(task_name, []).extend(int(i) for i in indices.split(",") if i)
+    return drops
+
+
+@dataclass
+class Prepared:
+    """One task's inputs and its candidates loaded, compiled and called once (unprofiled)."""
+
+    shape_index: int | None  # the perf shape run (None: every one is dropped)
+    inputs: tuple
+    outputs: tuple | None
+    loaded: list[tuple[int, ModuleType]]
+    failed: list[tuple[int, str]]
+
+
+def prepare(task: Any, candidates: list[tuple[int, str]], *, drop_shapes: list[int],
+            shape_index: int | None, device: str = "cuda") -> Prepared:
+    """Load each ``(number, code file)`` with ``load_candidate`` (the dropped shapes out: the
+    shape run is the representative one of the kept shapes, or `shape_index`), make the inputs
+    and call each candidate once; a candidate that fails is listed with why, not raised."""
+    import torch
+
+    from live.evaluator.checks import as_tuple, poisoned_like
+    from live.evaluator.loader import kept_shapes, load_candidate
+
+    dps = getattr(task, "call_style", "dps") == "dps"
+    kept = list(kept_shapes(task, drop_shapes)[0])
+    if shape_index is None:
+        if not kept:
+            return Prepared(None, (), None, [], [(number, "every perf shape is dropped")
+                                                 for number, _ in candidates])
+        shape_index = kept[representative_shape_index(len(kept))]
+    inputs = task.make_inputs(dict(task.perf_shapes[shape_index]), 0, device)
+    outputs = tuple(poisoned_like(r) for r in as_tuple(task.reference(*inputs))) \
+        if dps else None
+    prepared = Prepared(shape_index, inputs, outputs, [], [])
+    for number, code in candidates:  # load, compile and autotune unprofiled
+        code_path = Path(code)
+        try:
+            module = load_candidate(task, code_path.read_text(), drop_shapes=drop_shapes,
+                                    workdir=code_path.parent,
+                                    module_name=f"kb_profiled_{number}").module
+            task.call(module, inputs, outputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            prepared.loaded.append((number, module))
+        except Exception as exc:  # noqa: BLE001 - one candidate's fault ends only its turn
+            prepared.failed.append((number, f"{type(exc).__name__}: {exc}"))
+    return prepared
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task-spec", required=True)
@@ -70,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--item", action="append", default=[],
                         help="TASK=FILE: candidates of several tasks in one session (numbered "
                         "in the order given, across tasks)")
+    parser.add_argument("--drop", action="append", default=[],
+                        help="TASK=I,J: perf-shape indices of TASK not to run (beside those "
+                        "the task's load-time check dropped)")
     parser.add_argument("--shape-index", type=int, default=None)
     parser.add_argument("--calls", type=int, default=4)
     args = parser.parse_args(argv)
@@ -77,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from live.evaluator.checks import as_tuple, poisoned_like
-    from live.evaluator.loader import load_candidate
     from live.evaluator.task_source import resolve_task
 
     items = [tuple(item.split("=", 1)) for item in args.item]
@@ -86,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         items += [(args.task, code) for code in args.code]
     if not items:
         parser.error("give --task and --code, or --item TASK=FILE")
+    drops = parse_drops(args.drop)
     failed = 0
     gate = _GateClient(os.environ.get(GATE_ENV))
     by_task: dict[str, list[tuple[int, str]]] = {}
@@ -93,38 +157,23 @@ def main(argv: list[str] | None = None) -> int:
         by_task.setdefault(task_name, []).append((number, code))
     for task_name, candidates in by_task.items():  # one task's inputs on the device at a time
         task = resolve_task(args.task_spec, task_name)
-        dps = getattr(task, "call_style", "dps") == "dps"
-        shapes = list(task.perf_shapes)
-        index = args.shape_index if args.shape_index is not None else \
-            representative_shape_index(len(shapes))
-        inputs = task.make_inputs(dict(shapes[index]), 0, "cuda")
-        outputs = tuple(poisoned_like(r) for r in as_tuple(task.reference(*inputs))) \
-            if dps else None
-        loaded = []
-        for number, code in candidates:  # load, compile and autotune unprofiled
-            code_path = Path(code)
-            try:
-                module = load_candidate(code_path.read_text(), f"kb_profiled_{number}",
-                                        code_path.parent, task.entry if dps else None)
-                task.call(module, inputs, outputs)
-                torch.cuda.synchronize()
-                loaded.append((number, module))
-            except Exception as exc:  # noqa: BLE001 - one candidate's fault ends only its turn
-                failed += 1
-                print(f"kb-profile: candidate {number} failed: {type(exc).__name__}: {exc}",
-                      file=sys.stderr)
-        if loaded:
+        prepared = prepare(task, candidates, drop_shapes=drops.get(task_name, []),
+                           shape_index=args.shape_index)
+        for number, why in prepared.failed:
+            failed += 1
+            print(f"kb-profile: candidate {number} failed: {why}", file=sys.stderr)
+        if prepared.loaded:
             with gate.turn():  # the device alone from here (the runner's lock), profiled
-                for number, module in loaded:
+                for number, module in prepared.loaded:
                     try:
                         for _ in range(args.calls):
-                            task.call(module, inputs, outputs)
+                            task.call(module, prepared.inputs, prepared.outputs)
                         torch.cuda.synchronize()
                     except Exception as exc:  # noqa: BLE001
                         failed += 1
                         print(f"kb-profile: candidate {number} failed: "
                               f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        del inputs, outputs
+        del prepared
         torch.cuda.empty_cache()
     return 1 if failed == len(items) else 0
 

@@ -81,7 +81,7 @@ def wire(config: RunConfig, n_tasks: int, *, evaluator: CandidateEvaluator | Non
         return parts
     return replace(parts, profiler=NcuProfiler(
         config.tasks, cache_dir=Path(config.out) / ".profile-cache", device=evaluator.device,
-        quiet=True,
+        quiet=True, dropped_shapes=evaluator.dropped_shapes,
         # the device alone only while Nsight Compute measures; a session's program overlaps
         # the checks in flight, so it reserves its memory from their pool
         device_gate=parts.device_alone, session_memory=evaluator.session_memory))

@@ -19,8 +19,9 @@ A *candidate* is the source text of a Python module. How the evaluator calls it 
 ``Task.call(module, inputs, outputs)`` hides the difference: it returns the outputs tuple for
 either style. ``k0`` is a candidate too: plain, correct and deliberately not tuned.
 
-Before importing a candidate, pass it through ``task.module_source(code)`` (identity for the
-built-in tasks; TritonBench tasks drop the test code below the separator).
+A candidate is imported through ``task.module_source(code)`` (identity for the built-in tasks;
+TritonBench tasks drop the test code below the separator): ``live.evaluator.loader``'s
+``load_candidate`` does this for the evaluator's worker, the self-check and the profiler.
 
 Optionally, ``task.source_check(candidate_source, device) -> str | None`` is an extra,
 source-level correctness check run in the evaluator's worker: ``None`` means pass, a string is

@@ -18,7 +18,8 @@ from types import ModuleType
 _module_dir: Path | None = None
 
 
-def _candidate_dir() -> Path:
+def candidate_dir() -> Path:
+    """This process's folder for candidate module files (made once, removed at exit)."""
     global _module_dir
     if _module_dir is None:
         _module_dir = Path(tempfile.mkdtemp(prefix="kernelband-candidates-"))
@@ -56,6 +57,6 @@ def import_source(source: str, stem: str = "candidate") -> ModuleType:
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     safe_stem = "".join(c if c.isalnum() else "_" for c in stem)
     name = f"kb_{safe_stem}_{digest}"
-    path = _candidate_dir() / f"{name}.py"
+    path = candidate_dir() / f"{name}.py"
     path.write_text(source)
     return exec_module_file(path, name, keep=False)

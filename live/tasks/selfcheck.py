@@ -24,9 +24,14 @@ from dataclasses import dataclass
 import torch
 
 from live.evaluator.checks import check_call, compare_values
+from live.evaluator.loader import (
+    CandidateLoadError,
+    LoadedCandidate,
+    forget_candidate,
+    load_candidate,
+)
 from live.tasks.base import Shape, Task
 from live.tasks.interpreter_compat import enable_interpreter_compat
-from live.tasks.loading import import_source
 
 
 @dataclass(frozen=True)
@@ -139,29 +144,41 @@ def selfcheck(
     """Check ``source`` (default: ``task.k0``) against the task's reference on ``device``."""
     started = time.perf_counter()
     code = task.k0 if source is None else source
-    shapes = list(task.cpu_shapes) if device.startswith("cpu") else [
-        *task.test_shapes, *task.perf_shapes]
-    checks: list[ShapeCheck] = []
     with interpreter_for(device):
         try:
-            module = import_source(task.module_source(code), task.name)
-        except Exception as exc:
-            error = f"source does not import: {type(exc).__name__}: {exc}"
+            loaded = load_candidate(task, code)
+        except CandidateLoadError as exc:
+            error = f"source does not import: {exc}"
             return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
-        if task.source_check is not None:
+        try:
+            return _check_loaded(task, loaded, code, device, seeds, started)
+        finally:
+            forget_candidate(loaded.module_name)
+
+
+def _check_loaded(task: Task, loaded: LoadedCandidate, code: str, device: str,
+                  seeds: Sequence[int], started: float) -> SelfCheckResult:
+    """The source check, then every kept shape and seed, for a loaded candidate."""
+    module = loaded.module
+    if device.startswith("cpu"):
+        shapes = [shape for shape, _ in loaded.cpu_kept]
+    else:
+        shapes = [*task.test_shapes, *(task.perf_shapes[i] for i in loaded.perf_kept)]
+    checks: list[ShapeCheck] = []
+    if task.source_check is not None:
+        try:
+            error = task.source_check(code, device)
+        except Exception as exc:
+            error = f"source check raised {type(exc).__name__}: {exc}"
+        if error is not None:
+            return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
+    for shape in shapes:
+        for seed in seeds:
+            shape_started = time.perf_counter()
             try:
-                error = task.source_check(code, device)
-            except Exception as exc:
-                error = f"source check raised {type(exc).__name__}: {exc}"
-            if error is not None:
-                return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
-        for shape in shapes:
-            for seed in seeds:
-                shape_started = time.perf_counter()
-                try:
-                    error = check_module(task, module, shape, seed, device)
-                except Exception:
-                    error = "check failed: " + traceback.format_exc(limit=2).splitlines()[-1]
-                checks.append(
-                    ShapeCheck(dict(shape), seed, error, time.perf_counter() - shape_started))
+                error = check_module(task, module, shape, seed, device)
+            except Exception:
+                error = "check failed: " + traceback.format_exc(limit=2).splitlines()[-1]
+            checks.append(
+                ShapeCheck(dict(shape), seed, error, time.perf_counter() - shape_started))
     return SelfCheckResult(task.name, device, tuple(checks), None, time.perf_counter() - started)

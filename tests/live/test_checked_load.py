@@ -24,11 +24,11 @@ class FakePool:
         self.pools: list[dict[str, Any]] = []
 
     def __call__(self, calls, *, device, workers=None, memory_limit_mb=None, on_result=None,
-                 env_extra=None, follow_up=None, overtime=None,
+                 settings=None, follow_up=None, overtime=None,
                  **_: Any) -> dict[str, dict[str, Any]]:
         answers = self.outcomes[len(self.pools)] if len(self.pools) < len(self.outcomes) else {}
         pool = {"keys": [], "workers": workers, "memory_limit_mb": memory_limit_mb,
-                "env": dict(env_extra or {})}
+                "settings": settings}
         self.pools.append(pool)
         results: dict[str, dict[str, Any]] = {}
         queue = list(calls)
@@ -47,7 +47,8 @@ class FakePool:
                 pool.setdefault("front", []).append(call.key)
             pool.setdefault("limits", {})[call.key] = call.timeout_s
             if call.tail:
-                pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb, call.env)
+                pool.setdefault("tails", {})[call.key] = (call.memory_limit_mb,
+                                                          call.gpu_workers)
             result = dict(answers.get(("tail:" if call.tail else "") + call.key,
                                       {"status": "ok", "meta": {"n": 1}}))
             results[call.key] = result
@@ -116,8 +117,11 @@ def test_a_first_wave_check_past_the_base_limit_starts_its_plain_script_beside_i
 
 
 def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path) -> None:
-    oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory"}
-    host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit"}
+    # as the worker and the pool report them: the failure kind set where each was caught
+    oom = {"status": "runtime_error", "error": "shape 3: OutOfMemoryError: CUDA out of memory",
+           "failure_kind": "out_of_memory"}
+    host = {"status": "crashed", "error": "memory limit exceeded: host memory 33087 MB > limit",
+            "failure_kind": "memory_limit"}
     pool = FakePool([{"big": oom, "host": host, "bad": {"status": "incorrect", "error": "no"},
                       cl.SECOND_KEY + "bad": {"status": "incorrect", "error": "no"},
                       "crowded": oom, "tail:host": {**oom, "beside": 0},
@@ -132,14 +136,14 @@ def test_out_of_memory_is_retried_with_room_then_explained(monkeypatch, tmp_path
     assert sorted(first["keys"][5:]) == sorted([
         "tail:big", "tail:host", "tail:crowded", cl.PLAIN_KEY + "bad", cl.SECOND_KEY + "bad",
         cl.PLAIN_KEY + "host"])
-    assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, {"KB_GPU_WORKERS": str(cl.RETRY_WORKERS)})
+    assert first["tails"]["big"] == (cl.RETRY_MEMORY_MB, cl.RETRY_WORKERS)
     assert first["memory_limit_mb"] == cl.CHECK_MEMORY_MB < cl.RETRY_MEMORY_MB
     # out of memory in the tail with the machine to itself: the operator's verdict, explained
     # by its plain script; out of memory beside the last checks: alone once more, after them
     assert alone["keys"][0] == "crowded" and alone["workers"] == cl.RETRY_WORKERS
     assert alone["memory_limit_mb"] == cl.RETRY_MEMORY_MB
-    assert alone["env"]["KB_GPU_WORKERS"] == str(cl.RETRY_WORKERS)
-    assert alone["env"]["KB_FIRST_CONFIG"] == "1"
+    assert alone["settings"].gpu_workers == cl.RETRY_WORKERS
+    assert alone["settings"].first_config
     assert alone["keys"][1:] == [cl.PLAIN_KEY + "crowded"]
     assert sorted(loaded.tasks) == ["big", "ok"]
     reasons = {s.op: s for s in loaded.skipped}
@@ -234,7 +238,8 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
     """NOTE (D92): a check the system's out-of-memory killer took (SIGKILL kernelband did not
     send) is queued again at the front, in a fresh worker, with the base limit; killed once
     more, it takes the tail's way (more room, after everything queued)."""
-    killed = {"status": "crashed", "error": "worker died: signal 9 (SIGKILL)"}
+    killed = {"status": "crashed", "error": "worker died: signal 9 (SIGKILL)",
+              "failure_kind": "killed_by_system"}
     pool = FakePool([{"huge": killed, "twice": killed, "tail:twice": {"status": "ok",
                                                                       "meta": {"n": 1}}}])
     answers = pool.outcomes[0]
@@ -352,7 +357,8 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
                                                                         tmp_path) -> None:
     from live.gold import cache as checkcache
 
-    oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory"}
+    oom = {"status": "runtime_error", "error": "OutOfMemoryError: CUDA out of memory",
+           "failure_kind": "out_of_memory"}
 
     class Stopped(Exception):
         pass

@@ -63,9 +63,10 @@ def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings
         tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
-    stamp = ("def stamp(name):\n"
+    stamp = ("from live.evaluator.settings import worker_settings\n"
+             "def stamp(name):\n"
              f"    (pathlib.Path({str(marks)!r}) / name).write_text("
-             "f\"{time.time()} {os.environ.get('KB_GPU_WORKERS')}\")\n")
+             "f\"{time.time()} {worker_settings().gpu_workers}\")\n")
     # `slow` runs until the first tail call has started: that one starts beside it
     slow = _script(tmp_path / "slow.py", stamp + (
         f"while not (pathlib.Path({str(marks)!r}) / 't0_start').exists():\n"
@@ -76,7 +77,7 @@ def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings
 
     def tail_call(i: int) -> Call:
         return Call(f"t{i}", PLAIN, {"operator_path": tail[i]}, 60, tail=True,
-                    memory_limit_mb=8192, env={"KB_GPU_WORKERS": "1"})
+                    memory_limit_mb=8192, gpu_workers=1)
 
     def follow_up(call: Call, result: dict) -> Call | None:
         return tail_call(1) if call.key == "t0" else None

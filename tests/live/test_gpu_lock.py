@@ -419,6 +419,7 @@ def test_timed_inputs_are_made_before_the_worker_asks_for_the_lock(tmp_path) -> 
     side it would hold every timing back (NOTE D61), so it happens before the first request."""
     import dataclasses
 
+    from live.evaluator.messages import EvaluateRequest
     from live.evaluator.run_candidate import CandidateRunner
     from live.evaluator.task_source import resolve_task
     from live.evaluator.worker import _device_info
@@ -438,12 +439,11 @@ def test_timed_inputs_are_made_before_the_worker_asks_for_the_lock(tmp_path) -> 
         events.append(kind)
         return True
 
-    request = {"op": "evaluate", "task_spec": SPEC, "task_name": "vadd", "seed": 7,
-               "n_seeds": 2, "code": (HERE / "vadd_good.py").read_text(),
-               "baseline_code": None, "timing": {}, "exclusive_timing": True}
+    request = EvaluateRequest(task_spec=SPEC, task_name="vadd", seed=7, n_seeds=2,
+                              code=(HERE / "vadd_good.py").read_text(), exclusive_timing=True)
     response = runner.evaluate(request, tmp_path, on_compiled=lambda: events.append("compiled"),
                                await_turn=await_turn)
-    assert response["status"] == "ok", response
+    assert response.status == "ok", response
     timed = [f"make N={s['N']} seed=7" for s in task.cpu_shapes]  # CPU: timed on seed 7
     shared = events.index("shared")
     assert all(events.index(e) < shared for e in timed), events

@@ -22,6 +22,7 @@ from kbsim.strategies import STRATEGIES
 from kbsim.trace.reader import validate_trace
 from kbsim.trace.reveals import REVEALS_NAME, load_reveals
 from live.evaluator import EvalResult, kernel_id
+from live.evaluator.result import TimedResult
 from live.hardware import gpu_peaks
 from live.profiler import ProfileResult
 from live.profiler.provider import SignatureProvider, SignatureTiming
@@ -66,12 +67,14 @@ class HashEvaluator:
         ms = 0.06 + 0.3 * _unit(kid, 2)  # the middle shape: DRAM 20 % .. 100 % of an H100
         middle = (len(task.perf_shapes) - 1) // 2
         shape_ms = tuple(ms * 2.0 ** (i - middle) for i in range(len(task.perf_shapes)))
-        return EvalResult(
-            status="ok", kernel_id=kid, task_id=task_name, correct=True, ms=sum(shape_ms),
-            shape_ms=shape_ms, ref_ms=1.0, timing_backend="cpu-interpreter",
+        timed = TimedResult(
+            ms=sum(shape_ms), shape_ms=shape_ms, ref_ms=1.0,
             phi=tuple(_unit(kid, 3 + d) * 10 for d in range(5)),
             runtime_vec=tuple(_unit(kid, 4 + d) for d in range(6)),
-            shapes=tuple(dict(s) for s in task.perf_shapes), eval_latency_s=0.0)
+            shapes=tuple(dict(s) for s in task.perf_shapes))
+        return EvalResult(
+            status="ok", kernel_id=kid, task_id=task_name, correct=True,
+            timing_backend="cpu-interpreter", timed=timed, eval_latency_s=0.0)
 
     def close(self) -> None:
         pass

@@ -10,6 +10,7 @@ import pytest
 
 from kbsim.trace.reader import validate_trace
 from live.evaluator import EvalResult, kernel_id
+from live.evaluator.result import TimedResult
 from live.proposers import make_proposer
 from live.runner import RunConfig
 from live.runner.resume import RecordedRun
@@ -47,11 +48,11 @@ class K0Evaluator:
                               error=self.k0_error)
         ms = 0.1 + int(kid[:6], 16) / 16**6
         shape_ms = tuple(ms for _ in task.perf_shapes)
+        timed = TimedResult(ms=sum(shape_ms), shape_ms=shape_ms, ref_ms=1.0, phi=(1.0,) * 5,
+                            runtime_vec=(0.5,) * 6,
+                            shapes=tuple(dict(s) for s in task.perf_shapes))
         return EvalResult(status="ok", kernel_id=kid, task_id=task_name, correct=True,
-                          ms=sum(shape_ms), shape_ms=shape_ms, ref_ms=1.0,
-                          timing_backend="cpu-interpreter", phi=(1.0,) * 5,
-                          runtime_vec=(0.5,) * 6, shapes=tuple(dict(s) for s in task.perf_shapes),
-                          eval_latency_s=0.0)
+                          timing_backend="cpu-interpreter", timed=timed, eval_latency_s=0.0)
 
     def close(self) -> None:
         pass

@@ -252,9 +252,9 @@ def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator
     assert "runs out of memory in the gold check" in oom.shape_verdicts[1].reason
     # killed by the system beside the other checks (SIGKILL not sent by kernelband), then
     # checked again alone, where it passes (D80)
-    from live.gold.load import CHECK_ENV
+    from live.gold.load import CHECK_SETTINGS
 
-    assert CHECK_ENV["KB_GPU_WORKERS"] == "2" and CHECK_ENV["KB_FIRST_CONFIG"] == "1"
+    assert CHECK_SETTINGS.gpu_workers == 2 and CHECK_SETTINGS.first_config
     assert tasks["host_hog"].shape_verdicts == {}
     # an index table the script made with torch.empty: zeros while it is built (D72)
     assert tasks["empty_index"].shape_verdicts == {}

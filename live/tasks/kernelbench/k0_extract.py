@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from live.evaluator.messages import GoldCheckRequest
 from live.tasks.kernelbench.k0 import LaunchConfig, NoK0, source_expression, wrap_as_model_new
 from live.tasks.kernelbench.problems import Problem
 
@@ -138,9 +139,10 @@ def k0_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str) -> 
         return {"status": "no_k0", "reason": str(exc), "recycle": True,
                 "compile_s": time.perf_counter() - started}
     compile_s = time.perf_counter() - started
-    request = {"op": "evaluate", "task_spec": task_spec, "task_name": task_name, "code": code,
-               "seed": 0, "n_seeds": 1, "check_only": True}
+    # checked only, as a load-time check without its per-shape rounds
+    request = GoldCheckRequest(task_spec=task_spec, task_name=task_name, code=code, seed=0,
+                               n_seeds=1, keep_going=False, measure_peaks=False)
     response = runner.evaluate(request, workdir, on_compiled=lambda: None)
-    return {"status": "ok", "code": code, "check_status": response.get("status"),
-            "check_error": response.get("error"), "compile_s": compile_s,
+    return {"status": "ok", "code": code, "check_status": response.status,
+            "check_error": response.error, "compile_s": compile_s,
             "check_s": time.perf_counter() - started - compile_s, "recycle": True}

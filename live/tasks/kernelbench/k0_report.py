@@ -143,6 +143,7 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
     from live.devices import resolve_device
     from live.evaluator.host_memory import HostRoom
     from live.evaluator.isolated import Call, run_calls
+    from live.evaluator.settings import WorkerSettings
     from live.evaluator.static_check import static_check_for_task
     from live.gold.load import CHECK_MEMORY_MB
     from live.tasks.kernelbench import select
@@ -191,7 +192,7 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
     # and on a GPU host no compile starts while the host is short of memory (D84)
     results = earlier | (run_calls(calls, device=device, workers=workers,
                                    memory_limit_mb=CHECK_MEMORY_MB,
-                                   env_extra={"KB_GPU_WORKERS": "2"},
+                                   settings=WorkerSettings(gpu_workers=2),
                                    host_room=HostRoom() if device == "cuda" else None,
                                    on_result=arrived) if calls else {})
     if bar is not None:
