@@ -9,7 +9,9 @@ evaluated: its status, and its speedup over the task's reference (``ref_ms / ms`
     python3 benchmarks/gpu/evaluator_ab.py old.tar.gz OUT_DIR --tasks builtin \\
         --tasks tritonbench:.gpu-data/tritonbench-g@ten.json --steps 6 --device cuda
 
-Each ``--tasks`` spec is one pair of runs (old, then new), under ``OUT_DIR/runs/{old,new}-K``.
+Each ``--tasks`` spec is one pair of runs (old, then new), under ``OUT_DIR/runs/{old,new}-K``,
+each with a check cache of its own (``OUT_DIR/runs/{old,new}-K.cache``), so each tree's load
+runs its own gold checks.
 ``OUT_DIR/evaluator_ab.json`` holds, per spec and over all: kernels evaluated by both, those with
 the same status, every disagreement (task, kernel, both statuses and errors), and for kernels
 timed by both the new/old speedup ratio (median, 10th and 90th percentile, share within ±5 %).
@@ -86,7 +88,8 @@ def compare(old: dict[tuple[str, str], dict[str, Any]],
 
 def live(tree: Path, out: Path, spec: str, steps: int, device: str, workers: int,
          max_wall: float) -> float:
-    """One seeded live run of `spec` with the code in `tree`; its wall time."""
+    """One seeded live run of `spec` with the code in `tree`, its own check cache beside
+    `out`; its wall time."""
     start = time.perf_counter()
     with open(out.with_suffix(".log"), "w") as log:
         subprocess.run([sys.executable, "-m", "kernelband.cli", "live", "--out", str(out),
@@ -95,7 +98,8 @@ def live(tree: Path, out: Path, spec: str, steps: int, device: str, workers: int
                         "--profile", "off", "--eval-workers", str(workers),
                         "--max-wall", f"{max_wall:g}", "--quiet"],
                        cwd=tree, stdout=log, stderr=subprocess.STDOUT, check=False,
-                       env=dict(os.environ, PYTHONPATH=str(tree), PYTHONUNBUFFERED="1"))
+                       env=dict(os.environ, PYTHONPATH=str(tree), PYTHONUNBUFFERED="1",
+                                KERNELBAND_CACHE_DIR=str(out.with_suffix(".cache"))))
     return time.perf_counter() - start
 
 
