@@ -38,7 +38,8 @@ from typing import Any
 
 import torch
 
-from live.tasks.base import ShapeVerdict, Task
+from live.tasks.base import ShapeVerdict, Task, TaskHooks
+from live.tasks.findings import TaskFindings
 from live.tasks.kernelbench.problems import Problem, category
 from live.tasks.loading import exec_module_file
 
@@ -204,14 +205,23 @@ def _description(problem: Problem, source: str) -> str:
             + source.strip())
 
 
-def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | None = None,
+def kernelbench_findings(meta: dict[str, Any] | None = None) -> TaskFindings:
+    """A problem's findings: `meta`, a gold check's per-shape verdicts and peaks (none
+    without a check)."""
+    meta = meta or {}
+    return TaskFindings(
+        shape_verdicts={int(k): ShapeVerdict(**v)
+                        for k, v in (meta.get("verdicts") or {}).items()},
+        measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()})
+
+
+def kernelbench_task(problem: Problem, source_spec: str,
                      runtime: ProblemRuntime | None = None) -> Task:
-    """The ``Task`` of `problem` (`meta`: a gold check's per-shape verdicts and peaks)."""
+    """The ``Task`` of `problem` (its findings: `kernelbench_findings`)."""
     runtime = runtime or ProblemRuntime(problem)
     source = problem.path.read_text(encoding="utf-8")
     k0 = (problem.k0_path.read_text(encoding="utf-8") if problem.k0_path is not None
           else gold_candidate(source))
-    meta = meta or {}
     input_sets = tuple({INPUT_SET_KEY: k} for k in range(1, INPUT_SETS + 1))
     return Task(
         name=problem.task_name,
@@ -227,10 +237,7 @@ def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | 
         tolerances={dtype: TOLERANCE for dtype in _FLOAT_DTYPES},
         source=source_spec,
         call_style="returns",
-        run=functools.partial(run, runtime),
-        call_context=functools.partial(call_context, runtime),
-        release=functools.partial(release, runtime),
-        shape_verdicts={int(k): ShapeVerdict(**v)
-                        for k, v in (meta.get("verdicts") or {}).items()},
-        measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()},
+        hooks=TaskHooks(run=functools.partial(run, runtime),
+                        call_context=functools.partial(call_context, runtime),
+                        release=functools.partial(release, runtime)),
     )
