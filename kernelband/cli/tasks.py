@@ -73,9 +73,10 @@ def _report_skipped(loaded) -> None:  # noqa: ANN001 - live.tasks.skips.Loaded
         click.echo(f"no task loaded: {why}.", err=True)
 
 
-def _verdict_summary(task) -> str:  # noqa: ANN001 - live.tasks.base.Task
+def _verdict_summary(task, loaded) -> str:  # noqa: ANN001 - a Task, its Loaded
     """``""``, or e.g. ``"; 2 of 13 perf shapes timed unchecked, 3 dropped"`` (D73)."""
-    unchecked, dropped = task.shapes_with("unchecked"), task.shapes_with("dropped")
+    findings = loaded.findings_of(task.name)
+    unchecked, dropped = findings.shapes_with("unchecked"), findings.shapes_with("dropped")
     if not unchecked and not dropped:
         return ""
     parts = [f"{len(unchecked)} timed unchecked"] if unchecked else []
@@ -85,16 +86,17 @@ def _verdict_summary(task) -> str:  # noqa: ANN001 - live.tasks.base.Task
 
 def _report_verdicts(loaded) -> None:  # noqa: ANN001
     """Per operator that passed with shape verdicts, one line per verdict kind (to stderr)."""
-    marked = [t for t in loaded.tasks if t.shape_verdicts]
+    marked = [t for t in loaded.tasks if loaded.findings_of(t.name).shape_verdicts]
     if not marked:
         return
     click.echo(f"\n{len(marked)} passed with some performance inputs set aside (dropped: "
                "neither checked nor timed; unchecked: timed, not compared):", err=True)
     for task in marked:
+        findings = loaded.findings_of(task.name)
         for kind in ("dropped", "unchecked"):
-            shapes = task.shapes_with(kind)
+            shapes = findings.shapes_with(kind)
             if shapes:
-                first = " ".join(task.shape_verdicts[shapes[0]].reason.split())
+                first = " ".join(findings.shape_verdicts[shapes[0]].reason.split())
                 click.echo(f"  {task.name.removeprefix('tritonbench/')}: {kind} {shapes}: "
                            f"{first[:110]}", err=True)
 
@@ -126,9 +128,11 @@ def _report_second_check(loaded) -> None:  # noqa: ANN001
 
 def _loaded_json(loaded, checks: list | None = None) -> str:  # noqa: ANN001
     record = {"stats": loaded.stats, "tasks": [t.name for t in loaded.tasks],
-              "shape_verdicts": {t.name: {str(i): v.to_dict()
-                                          for i, v in sorted(t.shape_verdicts.items())}
-                                 for t in loaded.tasks if t.shape_verdicts},
+              "shape_verdicts": {t.name: {str(i): v.to_dict() for i, v in
+                                          sorted(loaded.findings_of(t.name)
+                                                 .shape_verdicts.items())}
+                                 for t in loaded.tasks
+                                 if loaded.findings_of(t.name).shape_verdicts},
               "skipped": [s.to_dict() for s in loaded.skipped]}
     if checks is not None:
         record["checks"] = [{**c.result.to_dict(), **({} if c.compiled is None else {
@@ -164,7 +168,7 @@ def list_tasks(task_spec: str, device: str, no_cache: bool, check_workers: int |
     click.echo(f"{'name':<{width}}  {'category':<12}  {'perf shapes':>11}  source")
     for t in rows:
         click.echo(f"{t.name:<{width}}  {t.category:<12}  {len(t.perf_shapes):>11}  {t.source}"
-                   f"{_verdict_summary(t)}")
+                   f"{_verdict_summary(t, loaded)}")
     _report_verdicts(loaded)
     _report_set_aside(loaded)
     _report_second_check(loaded)
@@ -226,7 +230,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         else:
             for t in loaded.tasks:
                 click.echo(f"{t.name:<40} ok (gold vs gold, in a sandboxed worker"
-                           f"{_verdict_summary(t)})")
+                           f"{_verdict_summary(t, loaded)})")
             _report_verdicts(loaded)
             _report_set_aside(loaded)
             _report_second_check(loaded)

@@ -311,7 +311,7 @@ def check_call(
     ``run_candidate(inputs, outputs)`` returns the candidate's outputs; for destination-passing
     tasks it gets poisoned buffers, otherwise ``None`` (the candidate allocates). Inputs the
     reference writes are restored before the candidate runs and judged as outputs afterwards.
-    ``call_context()``, when given (``Task.call_context``), is entered around each of the two
+    ``call_context()``, when given (``TaskHooks.call_context``), is entered around each of the two
     calls (TritonBench: the same seeded RNG state, for operators that draw random numbers).
     Exceptions raised by the candidate or the reference propagate (the caller classifies them).
     """

@@ -43,6 +43,7 @@ from live.evaluator.sandbox import WorkerProcess, WorkerStartError
 from live.evaluator.settings import WorkerSettings
 from live.evaluator.static_check import static_check_for_task
 from live.evaluator.task_source import canonical_spec
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 
 log = logging.getLogger(__name__)
 
@@ -115,19 +116,19 @@ class Evaluator:
         self.static_check = config.static_check
         self.gpu_lock = gpu_lock
         workers = config.workers
-        # the load-time gold check's per-shape verdicts (D73): dropped shapes are left out,
-        # unchecked ones timed but not compared; a worker rebuilds a task without them
-        self._verdicts: dict[str, tuple[list[int], list[int], list[str]]] = {}
+        # each task's load-time findings (`TaskFindings`: the gold check's per-shape verdicts,
+        # D73, peaks, the source's limits on shapes checked and timed, D74): a worker rebuilds a
+        # task without them, so they travel with each request
+        self._findings: dict[str, TaskFindings] = {}
         if memory_plan is None:
-            from live.evaluator.task_source import resolve_tasks
+            from live.evaluator.task_source import resolve_loaded
 
-            tasks = resolve_tasks(self.task_spec)
-            self._verdicts = {t.name: (t.shapes_with("dropped"), t.shapes_with("unchecked"),
-                                       t.shape_notes())
-                              for t in tasks if t.shape_verdicts}
+            loaded = resolve_loaded(self.task_spec)
+            self._findings = dict(loaded.findings)
             if self.device == "cuda":
                 cap, source = resolve_cap(config.gpu_memory_gib)
-                memory_plan = plan_memory(tasks, cap, workers, source)
+                memory_plan = plan_memory(loaded.tasks, cap, workers, source,
+                                          findings=self._findings)
         self.memory_plan: MemoryPlan | None = memory_plan or None
         self.memory_pool: MemoryPool | None = None
         if self.memory_plan is not None:
@@ -185,7 +186,7 @@ class Evaluator:
     def shape_notes(self, task_name: str) -> list[str]:
         """The notes on `task_name`'s shapes: the gold check's verdicts (D73) and the memory
         plan's dropped shapes; empty without any."""
-        notes = list(self._verdicts.get(task_name, ((), (), []))[2])
+        notes = self.findings(task_name).shape_notes()
         if self.memory_plan is not None:
             notes += self.memory_plan.notes().get(task_name, [])
         return notes
@@ -193,9 +194,13 @@ class Evaluator:
     def dropped_shapes(self, task_name: str) -> list[int]:
         """The perf-shape indices of `task_name` not run: the load-time gold check's dropped
         ones (D73) and the memory plan's; a worker's rebuilt task holds neither."""
-        dropped = self._verdicts.get(task_name, ([], [], []))[0]
+        dropped = self.findings(task_name).shapes_with("dropped")
         planned = self.memory_plan.dropped_shapes(task_name) if self.memory_plan else []
         return sorted({*dropped, *planned})
+
+    def findings(self, task_name: str) -> TaskFindings:
+        """`task_name`'s load-time findings (``NO_FINDINGS`` for a task without any)."""
+        return self._findings.get(task_name, NO_FINDINGS)
 
     @property
     def session_memory(self) -> Callable[[list[str]], AbstractContextManager] | None:
@@ -334,14 +339,13 @@ class Evaluator:
         backend = "cuda" if self.device == "cuda" else "cpu-interpreter"
         base = {"timing_backend": backend,
                 "baseline": "reference" if baseline_code is None else "k0"}
-        _, unchecked, _ = self._verdicts.get(task_name, ([], [], []))
         request = EvaluateRequest(
             task_spec=self.task_spec, task_name=task_name, code=code, seed=seed,
             n_seeds=self.n_seeds, baseline_code=baseline_code, timing=self.timing,
             exclusive_timing=self.gpu_lock is not None,
             step_aside_flag=self._signal.path if self._signal is not None else None,
             drop_shapes=tuple(self.dropped_shapes(task_name)),
-            unchecked_shapes=tuple(unchecked))
+            findings=self.findings(task_name))
         reserved = [0]
         if self.gpu_lock is None:
             try:

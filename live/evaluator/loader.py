@@ -5,7 +5,8 @@ profiler's target program import a candidate.
 (``Task.module_source``: for a TritonBench-G task the code above a whole operator file's
 separator, so its test code is not run at import), checks that a destination-passing candidate
 defines the task's entry, and says which shapes are left once the dropped ones are taken out
-(the load-time gold check's verdicts, NOTE D73, and any the caller drops, e.g. the evaluator's
+(the load-time gold check's verdicts in the task's ``TaskFindings``, NOTE D73, and any the
+caller drops, e.g. the evaluator's
 memory plan).
 
 Triton reads a kernel's source with ``inspect``, so the code must live in a real file: it is
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 from live.tasks.loading import candidate_dir, exec_module_file
 
 
@@ -49,16 +51,18 @@ class LoadedCandidate:
     cpu_kept: tuple[tuple[dict[str, int], int], ...]
 
 
-def dropped_shapes(task: Any, drop_shapes: Iterable[int] = ()) -> set[int]:
+def dropped_shapes(drop_shapes: Iterable[int] = (),
+                   findings: TaskFindings = NO_FINDINGS) -> set[int]:
     """The perf-shape indices not run: `drop_shapes` and those the task's load-time gold check
-    dropped (``Task.shapes_with("dropped")``)."""
-    return set(drop_shapes) | set(task.shapes_with("dropped"))
+    dropped (``findings.shapes_with("dropped")``)."""
+    return set(drop_shapes) | set(findings.shapes_with("dropped"))
 
 
-def kept_shapes(task: Any, drop_shapes: Iterable[int] = ()
+def kept_shapes(task: Any, drop_shapes: Iterable[int] = (),
+                findings: TaskFindings = NO_FINDINGS
                 ) -> tuple[tuple[int, ...], tuple[tuple[dict[str, int], int], ...]]:
     """(perf-shape indices, CPU shapes with their index) left once `dropped_shapes` are out."""
-    drop = dropped_shapes(task, drop_shapes)
+    drop = dropped_shapes(drop_shapes, findings)
     perf = [dict(s) for s in task.perf_shapes]
     cpu = [(dict(s), perf.index(dict(s)) if dict(s) in perf else position)
            for position, s in enumerate(task.cpu_shapes)]
@@ -71,12 +75,13 @@ def load_candidate(
     code: str,
     *,
     drop_shapes: Iterable[int] = (),
+    findings: TaskFindings = NO_FINDINGS,
     workdir: Path | None = None,
     module_name: str | None = None,
 ) -> LoadedCandidate:
     """Import `code` as a candidate for `task` (``task.module_source`` applied), check it
     defines the task's entry (destination-passing tasks), and list the shapes left once the
-    dropped ones (`drop_shapes` and the task's own) are out.
+    dropped ones (`drop_shapes` and those its `findings` drop) are out.
 
     The module file goes to `workdir` (default: the process's candidate folder) under
     `module_name` (default: one made from the source's hash). Raises ``CandidateLoadError``.
@@ -104,7 +109,7 @@ def load_candidate(
                                      f"raised AttributeError)")
         raise CandidateLoadError(f"candidate defines no callable {entry!r} (it is a "
                                  f"{type(getattr(module, entry)).__name__})")
-    perf_kept, cpu_kept = kept_shapes(task, drop_shapes)
+    perf_kept, cpu_kept = kept_shapes(task, drop_shapes, findings)
     return LoadedCandidate(module, module_name, perf_kept, cpu_kept)
 
 

@@ -27,11 +27,12 @@ import math
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from live.evaluator.checks import CHUNK_ELEMENTS
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,9 @@ class TaskMemory:
     test: list[ShapeNeed | None]
     dropped: list[int] = field(default_factory=list)  # perf-shape indices dropped by the plan
     notes: list[str] = field(default_factory=list)
-    #: the most of the usable bytes one check of this task may need (``Task.max_check_share``;
-    #: None: all of them); larger perf shapes are left out of live checks, NOTE (D78)
+    #: the most of the usable bytes one check of this task may need
+    #: (``TaskFindings.max_check_share``; None: all of them); larger perf shapes are left out
+    #: of live checks, NOTE (D78)
     max_share: float | None = None
 
     @property
@@ -160,23 +162,23 @@ def _leave_out_beyond_share(memory: TaskMemory, usable: int) -> None:
             "GiB usable, so that several checks run at once")
 
 
-def estimate_task(task: Any) -> TaskMemory:
+def estimate_task(task: Any, findings: TaskFindings = NO_FINDINGS) -> TaskMemory:
     """Every perf and test shape of `task`; a shape whose fake run fails has no estimate. A task
     that runs its own code to make inputs (``call_style`` ``returns``, e.g. TritonBench-G
     operators: their scripts are not run under fake tensors) has the peaks its source measured
-    at load time (``Task.measured_peak_bytes``), else none."""
+    at load time (its findings' ``measured_peak_bytes``), else none."""
     if getattr(task, "call_style", "dps") != "dps":
         # measured at load time where the source did (TritonBench-G: each checked shape's peak
         # in the gold check, which holds the same copies and comparator work as a candidate's)
-        peaks = getattr(task, "measured_peak_bytes", None) or {}
-        sizes = getattr(task, "shape_bytes", None) or ()
+        peaks = findings.measured_peak_bytes
+        sizes = findings.shape_bytes or ()
         perf = [ShapeNeed(inputs=sizes[i] if i < len(sizes) else peaks[i], outputs=0,
                           peak=peaks[i] + FLUSH_BYTES) if i in peaks else None
                 for i in range(len(task.perf_shapes))]
         # shapes the gold check dropped are not run at all: nothing to reserve for them
-        gone = [i for i, v in getattr(task, "shape_verdicts", {}).items() if v.kind == "dropped"]
-        return TaskMemory(task.name, perf, [None] * len(task.test_shapes), dropped=sorted(gone),
-                          max_share=getattr(task, "max_check_share", None))
+        return TaskMemory(task.name, perf, [None] * len(task.test_shapes),
+                          dropped=findings.shapes_with("dropped"),
+                          max_share=findings.max_check_share)
 
     def one(shape: dict[str, int]) -> ShapeNeed | None:
         try:
@@ -187,7 +189,7 @@ def estimate_task(task: Any) -> TaskMemory:
 
     return TaskMemory(task.name, [one(dict(s)) for s in task.perf_shapes],
                       [one(dict(s)) for s in task.test_shapes],
-                      max_share=getattr(task, "max_check_share", None))
+                      max_share=findings.max_check_share)
 
 
 @dataclass
@@ -240,14 +242,17 @@ class MemoryPlan:
 
 
 def plan_memory(tasks: Sequence[Any] | dict[str, TaskMemory], cap_bytes: int, workers: int,
-                source: str = "given") -> MemoryPlan:
-    """The plan for `tasks` (Task objects, or estimates by name) on `cap_bytes` of GPU memory,
-    with at most `workers` worker processes (fewer when their contexts would not leave room)."""
+                source: str = "given",
+                findings: Mapping[str, TaskFindings] | None = None) -> MemoryPlan:
+    """The plan for `tasks` (Task objects, with their `findings` by name, or estimates by name)
+    on `cap_bytes` of GPU memory, with at most `workers` worker processes (fewer when their
+    contexts would not leave room)."""
     if isinstance(tasks, dict):
         memory = {name: TaskMemory(m.name, list(m.perf), list(m.test), list(m.dropped),
                                    max_share=m.max_share) for name, m in tasks.items()}
     else:
-        memory = {t.name: estimate_task(t) for t in tasks}
+        memory = {t.name: estimate_task(t, (findings or {}).get(t.name, NO_FINDINGS))
+                  for t in tasks}
     usable = int(cap_bytes * USABLE_FRACTION)
     room_alone = usable - CONTEXT_BYTES  # one worker, nothing cached
     if room_alone <= 0:

@@ -25,6 +25,7 @@ from typing import Any
 from live.evaluator.failures import FailureKind
 from live.evaluator.result import EVAL_STATUSES, TimedResult
 from live.evaluator.timing import TimingConfig
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 
 #: what a load-time gold check adds: the task did not build, gold disagreed with itself every
 #: time, or a fault dropped shapes and a fresh worker goes on
@@ -42,9 +43,11 @@ class EvaluateRequest:
     seeds from `seed`, then timed against `baseline_code` or the task's reference).
 
     `drop_shapes`: perf-shape indices not run (the memory plan's and the load-time gold
-    check's, which a worker's rebuilt task does not hold); `unchecked_shapes`: timed but not
-    compared (D73). `exclusive_timing`: the worker asks the evaluator for the GPU lock as it
-    goes (phase messages); `step_aside_flag`: the shared flag file of D97's step-aside.
+    check's); `findings`: the task's load-time findings (``TaskFindings``: the gold check's
+    verdicts, D73, so its unchecked shapes are timed but not compared; which shapes to check
+    and time, D74), which a worker's rebuilt task does not hold. `exclusive_timing`: the
+    worker asks the evaluator for the GPU lock as it goes (phase messages);
+    `step_aside_flag`: the shared flag file of D97's step-aside.
     """
 
     task_spec: str
@@ -57,7 +60,7 @@ class EvaluateRequest:
     exclusive_timing: bool = False
     step_aside_flag: str | None = None
     drop_shapes: tuple[int, ...] = ()
-    unchecked_shapes: tuple[int, ...] = ()
+    findings: TaskFindings = NO_FINDINGS
 
 
 @dataclass(frozen=True)

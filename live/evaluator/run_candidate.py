@@ -52,6 +52,7 @@ from live.evaluator.timing import (
     time_cpu,
     time_cuda_interleaved,
 )
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 
 _COMPILE_ERROR_TYPES = ("CompilationError", "CompileTimeAssertionFailure",
                         "UnsupportedLanguageConstruct", "PTXASError", "OutOfResources")
@@ -192,11 +193,11 @@ def _stepping(aside: StepAside | None) -> Iterator[None]:
             raise
 
 
-def timed_indices(task: Any, kept: list[int]) -> list[int]:
+def timed_indices(findings: Any, kept: list[int]) -> list[int]:
     """The perf shapes to time among `kept`: all of them, or the task's ``max_timed_shapes``
-    largest by ``shape_bytes`` (NOTE D74), in index order."""
-    limit = getattr(task, "max_timed_shapes", None)
-    sizes = getattr(task, "shape_bytes", None)
+    largest by ``shape_bytes`` (its ``TaskFindings``; NOTE D74), in index order."""
+    limit = findings.max_timed_shapes
+    sizes = findings.shape_bytes
     if limit is None or len(kept) <= limit:
         return list(kept)
     if sizes is None:
@@ -204,14 +205,15 @@ def timed_indices(task: Any, kept: list[int]) -> list[int]:
     return sorted(sorted(kept, key=lambda i: (-sizes[i], -i))[:limit])
 
 
-def checked_indices(task: Any, compared: list[int], timed: list[int]) -> list[int]:
+def checked_indices(findings: Any, compared: list[int], timed: list[int]) -> list[int]:
     """The perf shapes a candidate is checked on among `compared`: all of them, or, with the
-    task's ``max_checked_shapes``, the timed ones plus the smallest by ``shape_bytes`` up to
-    that many (NOTE D74: the smallest catch masked tails, the largest what only scale shows)."""
-    limit = getattr(task, "max_checked_shapes", None)
+    task's ``max_checked_shapes`` (its ``TaskFindings``), the timed ones plus the smallest by
+    ``shape_bytes`` up to that many (NOTE D74: the smallest catch masked tails, the largest
+    what only scale shows)."""
+    limit = findings.max_checked_shapes
     if limit is None or len(compared) <= limit:
         return list(compared)
-    sizes = getattr(task, "shape_bytes", None) or [0] * (max(compared) + 1)
+    sizes = findings.shape_bytes or [0] * (max(compared) + 1)
     chosen = [i for i in compared if i in timed][:limit]
     for i in sorted(compared, key=lambda i: (sizes[i], i)):
         if len(chosen) >= limit:
@@ -276,8 +278,8 @@ class CandidateRunner:
             previous = self._tasks[self._last_task]
             # NOTE (D84): another task now; what the last one made on the host (TritonBench-G:
             # every performance input, up to 33 GB) goes if the host is short of memory
-            if getattr(previous, "release", None) is not None and host_short():
-                previous.release()
+            if previous.hooks.release is not None and host_short():
+                previous.hooks.release()
         self._last_task = key
         if key not in self._tasks:
             self._tasks[key] = resolve_task(spec, name)
@@ -324,12 +326,13 @@ class CandidateRunner:
                 forget_candidate(name)
 
     def _load(self, code: str, workdir: Path, task: Any, names: list[str],
-              drop_shapes: Iterable[int] = ()) -> LoadedCandidate:
+              drop_shapes: Iterable[int] = (),
+              findings: TaskFindings = NO_FINDINGS) -> LoadedCandidate:
         name = f"cand_{next(_module_counter)}"
         names.append(name)
         try:
-            return load_candidate(task, code, drop_shapes=drop_shapes, workdir=workdir,
-                                  module_name=name)
+            return load_candidate(task, code, drop_shapes=drop_shapes, findings=findings,
+                                  workdir=workdir, module_name=name)
         except CandidateLoadError as exc:
             raise Outcome("compile_error", str(exc)) from None
 
@@ -340,7 +343,7 @@ class CandidateRunner:
         try:
             failure = check_call(run, task.reference, inputs, task.tolerance, self._sync,
                                  destination_passing=_dps(task),
-                                 call_context=getattr(task, "call_context", None))
+                                 call_context=task.hooks.call_context)
         except Outcome:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -371,18 +374,20 @@ class CandidateRunner:
         n_seeds = int(request.n_seeds)
         dev = self.device
         # the memory plan's dropped shapes (indices into the timed list) are left out, and so
-        # are the shapes the load-time gold check dropped (load_candidate); the shapes where
-        # the gold code disagrees with itself are timed but not compared (NOTE D73)
+        # are the shapes the load-time gold check dropped (the request's findings, which the
+        # rebuilt task does not hold); the shapes where the gold code disagrees with itself
+        # are timed but not compared (NOTE D73)
+        findings = candidate.findings if candidate is not None else NO_FINDINGS
         loaded = self._load(request.code, workdir, task, names,
-                            drop_shapes=request.drop_shapes)
+                            drop_shapes=request.drop_shapes, findings=findings)
         module = loaded.module
         phases["setup_s"] = time.perf_counter() - received  # the task (made once), the module
-        unchecked = set(request.unchecked_shapes) | set(
-            task.shapes_with("unchecked"))
+        unchecked = set(gold.unchecked_shapes if gold is not None else ()) | set(
+            findings.shapes_with("unchecked"))
         kept = list(loaded.perf_kept)
         if dev == "cuda":
             check_shapes = [(dict(s), None) for s in task.test_shapes]
-            timed = timed_indices(task, kept)
+            timed = timed_indices(findings, kept)
             timed_shapes = [dict(task.perf_shapes[i]) for i in timed]
         else:  # the CPU shapes stand in for the perf shapes (LoadedCandidate.cpu_kept)
             cpu = list(loaded.cpu_kept)
@@ -401,9 +406,9 @@ class CandidateRunner:
         if dev == "cuda":
             compared = [i for i in kept if i not in unchecked]
             if gold is None:  # a candidate: the task may check fewer (D74)
-                compared = checked_indices(task, compared, timed)
+                compared = checked_indices(findings, compared, timed)
             plan += [(dict(task.perf_shapes[i]), PERF_SEED, i) for i in compared]
-        if not plan and getattr(task, "source_check", None) is None:
+        if not plan and task.hooks.source_check is None:
             raise Outcome("rejected", "no shape left to check (every one dropped or unchecked)")
         # a gold-vs-gold check (check_only) may ask to go on past a failing perf shape and to
         # measure each shape's peak device memory (live.gold.judge, NOTE D73)
@@ -529,7 +534,7 @@ class CandidateRunner:
                 phases["not_reached"] = not_reached
             if peaks is not None:
                 phases["shape_peaks"] = peaks
-            source_check = getattr(task, "source_check", None)
+            source_check = task.hooks.source_check
             phases["failed_shape"] = None
             if source_check is not None:
                 ran, aside_before = time.perf_counter(), aside_waits()
@@ -546,7 +551,7 @@ class CandidateRunner:
                                                 - (aside_waits() - aside_before))
                 if problem is not None:
                     raise Outcome("incorrect", f"source check: {problem}")
-                source_note = getattr(task, "source_note", None)
+                source_note = task.hooks.source_note
                 note = source_note(dev) if source_note is not None else None
                 if note:
                     phases["source_note"] = note

@@ -33,6 +33,13 @@ def resolve_tasks(spec: str) -> list[Any]:
     return list(registry_resolve_all(spec))
 
 
+def resolve_loaded(spec: str) -> Any:
+    """Every Task in task spec `spec`, with its findings (a ``live.tasks.skips.Loaded``)."""
+    from live.tasks.registry import resolve_loaded as registry_resolve_loaded
+
+    return registry_resolve_loaded(spec)
+
+
 def task_language(spec: str, name: str) -> str:
     """The kernel language of `name` in `spec` (``Task.language``); ``triton`` when the task
     cannot be found here (the worker then reports it as no such task)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from live.evaluator.autotune import install_first_config_autotune, install_quick
 from live.evaluator.failures import exception_kind
 from live.evaluator.messages import GoldCheckRequest
 from live.evaluator.settings import worker_settings
+from live.tasks.findings import TaskFindings
 
 #: statuses of a load-time gold check that mean the gold code disagrees with itself
 NONDETERMINISTIC = "nondeterministic"
@@ -31,6 +32,7 @@ MAX_ROUNDS = 4
 
 def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str,
                          describe: Callable[[Any], Any] | None = None,
+                         findings: Callable[[Any], TaskFindings] | None = None,
                          verdicts: dict[str, dict[str, str]] | None = None,
                          drop_out_of_memory: bool = False,
                          shape_budget_s: float | None = None, shape_floor_s: float = 0.0,
@@ -40,7 +42,9 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
     Returns ``status`` (``ok``, ``build_error``, ``nondeterministic``, ``retry`` or the
     evaluator's failure status), ``error``, ``recycle``, ``meta`` (``describe(task)``: what the
     source caches to rebuild the task without running it), ``shape_verdicts`` and
-    ``shape_peaks``.
+    ``shape_peaks``. `findings(task)`: what the source knows of the task's perf shapes before
+    the check (``TaskFindings``: each one's input bytes, so a dropped shape takes every larger
+    one with it; none: by index).
 
     NOTE (D73): the verdict is per performance shape, not only per task. Checks go on past a
     failing perf shape; a shape where k0 disagrees with the gold code (the same code under the
@@ -83,14 +87,15 @@ def gold_check_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: 
         started, float(shape_budget_s), float(shape_floor_s),
         None if shape_cap_s is None else float(shape_cap_s))
     try:
+        sizes = findings(task).shape_bytes if findings is not None else None
         judgement = Judgement(runner, workdir, task, task_spec, task_name, meta, known,
-                              drop_out_of_memory, budget)
+                              drop_out_of_memory, budget, sizes)
         return {**judgement.run(), "build_s": build_s}
     finally:  # this worker's next check is another task's: its inputs are of no more use
         with contextlib.suppress(Exception):  # a sticky CUDA fault: the worker is replaced
             runner.release_inputs()
-        if task.release is not None:
-            task.release()
+        if task.hooks.release is not None:
+            task.hooks.release()
 
 
 class ShapeBudget:
@@ -112,10 +117,10 @@ class ShapeBudget:
         return limit
 
 
-def _larger_or_equal(task: Any, index: int) -> list[int]:
-    """`index` and every perf shape at least as big (by input bytes; by index without sizes)."""
-    sizes = task.shape_bytes
-    if sizes is None:
+def _larger_or_equal(task: Any, sizes: Sequence[int] | None, index: int) -> list[int]:
+    """`index` and every perf shape at least as big (by input bytes, `sizes`; by index
+    without sizes)."""
+    if not sizes:
         return list(range(index, len(task.perf_shapes)))
     return [i for i in range(len(task.perf_shapes)) if sizes[i] >= sizes[index]]
 
@@ -126,12 +131,13 @@ class Judgement:
 
     def __init__(self, runner: Any, workdir: Path, task: Any, task_spec: str, task_name: str,
                  meta: Any, verdicts: dict[int, dict[str, str]], drop_out_of_memory: bool,
-                 budget: ShapeBudget | None = None) -> None:
+                 budget: ShapeBudget | None = None, sizes: Sequence[int] | None = None) -> None:
         self.runner, self.workdir, self.task = runner, workdir, task
         self.task_spec, self.task_name, self.meta = task_spec, task_name, meta
         self.verdicts = verdicts
         self.drop_out_of_memory = drop_out_of_memory
         self.budget = budget
+        self.sizes = sizes  # each perf shape's input bytes (None: unknown)
         self.peaks: dict[int, int] = {}
         self.spent = {"rounds": 0, "compile_s": 0.0, "check_s": 0.0}  # every round's, added up
 
@@ -166,7 +172,7 @@ class Judgement:
 
     def drop(self, index: int, why: str) -> None:
         """Perf shape `index` and every larger one dropped (neither checked nor timed)."""
-        for i in _larger_or_equal(self.task, index):
+        for i in _larger_or_equal(self.task, self.sizes, index):
             if self.verdicts.get(i, {}).get("kind") != "dropped":
                 reason = why if i == index else f"larger than perf shape {index}, which {why}"
                 self.verdicts[i] = {"kind": "dropped", "reason": reason[:300]}
@@ -179,7 +185,7 @@ class Judgement:
             dropped = [i for i, v in verdicts.items() if v["kind"] == "dropped"]
             compared = len(task.perf_shapes) - len(verdicts)
             if task.perf_shapes and (len(dropped) == len(task.perf_shapes) or (
-                    compared == 0 and getattr(task, "source_check", None) is None)):
+                    compared == 0 and task.hooks.source_check is None)):
                 first = min(verdicts)
                 return self.result({"status": "incorrect", "recycle": False, "error": (
                     f"no performance input left to {'time' if dropped else 'check'}: perf "

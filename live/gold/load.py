@@ -4,7 +4,7 @@ Format-independent (TritonBench-G uses it; the next benchmark format reuses it):
 describes each task as a ``CheckItem`` (its name, the bytes that decide its check, how to run it
 as a plain script), names its worker function (``check``: one that calls
 ``live.gold.judge.gold_check_in_worker`` with what the source keeps of a checked task) and says
-how to build a ``Task`` from the metadata its check returns.
+how to build a ``Task`` and its ``TaskFindings`` from the metadata its check returns.
 
 1. Each item's check result is looked up in the on-disk cache (``live.gold.cache``).
 2. The rest are checked in sandboxed evaluator workers, several in parallel (the source's
@@ -126,20 +126,21 @@ def checked_load(
     options: Any,
     *,
     check: Callable[..., dict[str, Any]],
-    build: Callable[[CheckItem, Any], Any],
+    build: Callable[[CheckItem, Any], tuple[Any, Any]],
 ) -> Loaded:
-    """The tasks of `items` whose gold check passes, and a ``Skipped`` for each other one.
+    """The tasks of `items` whose gold check passes (each with its ``TaskFindings``), and a
+    ``Skipped`` for each other one.
 
     `check` is the source's worker function (``check(runner, workdir, **request)``, calling
     ``gold_check_in_worker`` with the source's ``describe``), whose ``meta`` `build(item,
-    meta)` needs in this process; `options` a ``LoadOptions``.
+    meta)` needs in this process to make ``(task, findings)``; `options` a ``LoadOptions``.
     """
     started = time.perf_counter()
     device = resolve_device(getattr(options, "device", "auto") or "auto")
     load = GoldLoad(task_spec, items, device, options, worker_function_name(check))
     admission = load.run()
     records = load.records
-    tasks, skipped = [], []
+    tasks, skipped, findings = [], [], {}
     for item in items:
         record = records[item.name]
         if record["passed"]:
@@ -148,7 +149,9 @@ def checked_load(
                 meta = {**meta, "verdicts": record.get("shape_verdicts") or {},
                         "peaks": record.get("shape_peaks") or {}}
             try:
-                tasks.append(build(item, meta))
+                task, found = build(item, meta)
+                tasks.append(task)
+                findings[item.task_name] = found
                 continue
             except Exception as exc:  # noqa: BLE001 - a cached entry that no longer builds
                 record = {**record, "reason": f"could not build the task from its check: "
@@ -173,7 +176,7 @@ def checked_load(
              "passed_on_second_check": flaky}
     if admission is not None:
         stats["host_memory"] = admission
-    return Loaded(tasks, skipped, stats)
+    return Loaded(tasks, skipped, stats, findings)
 
 
 class GoldLoad:

@@ -29,7 +29,7 @@ class GoldCheck:
 
     task_id: str
     result: EvalResult
-    #: the reference under torch.compile as k0's baseline (`Task.compiled_reference`): its
+    #: the reference under torch.compile as k0's baseline (`TaskHooks.compiled_reference`): its
     #: time is this result's ``ref_ms``; None for a task without one or a failed k0
     compiled: EvalResult | None = None
 
@@ -71,9 +71,9 @@ def check_tasks(
             result = ev.evaluate(task.name, task.k0, seed=0)
             compiled = None
             if (compile_timing and result.status == "ok"
-                    and task.compiled_reference is not None):
+                    and task.hooks.compiled_reference is not None):
                 compiled = ev.evaluate(task.name, task.k0, seed=0,
-                                       baseline_code=task.compiled_reference)
+                                       baseline_code=task.hooks.compiled_reference)
             check = GoldCheck(task.name, result, compiled)
             checks.append(check)
             if on_result is not None:

@@ -1,11 +1,11 @@
 """Step 0 of a task without a k0 of its own: the LLM proposer writes k0 from the reference.
 
-A KernelBench problem loaded without a k0 file holds the reference's own code as ``k0`` (what its
-gold-vs-gold check runs; `Task.k0_is_reference`), which is no solution. A live run then asks the
-proposer for a first kernel (``write_k0``) and evaluates it; the attempt is the task's step 0 in
-the trace, ``strategy`` ``k0`` and ``parent_id`` ``reference`` (NOTE D100), and the policy's
-attempts follow from step 1. A proposer without ``write_k0`` (mutate) cannot start such a task,
-which `check_k0_sources` says before the run starts. A proposer writes k0 by meeting
+A KernelBench problem loaded without a k0 file holds the reference's own code as ``k0`` (what
+its gold-vs-gold check runs; `TaskHooks.k0_is_reference`), which is no solution. A live run then
+asks the proposer for a first kernel (``write_k0``) and evaluates it; the attempt is the task's
+step 0 in the trace, ``strategy`` ``k0`` and ``parent_id`` ``reference`` (NOTE D100), and the
+policy's attempts follow from step 1. A proposer without ``write_k0`` (mutate) cannot start
+such a task, which `check_k0_sources` says before the run starts. A proposer writes k0 by meeting
 `live.proposers.base.K0Writer`.
 """
 
@@ -24,7 +24,7 @@ def writes_k0(proposer: Proposer) -> bool:
 
 def check_k0_sources(tasks: Sequence[Task], proposer: Proposer) -> None:
     """A ValueError, in one sentence, when a task has no k0 and `proposer` cannot write one."""
-    refuse_without_k0([t.name for t in tasks if t.k0_is_reference], proposer)
+    refuse_without_k0([t.name for t in tasks if t.hooks.k0_is_reference], proposer)
 
 
 def refuse_without_k0(missing: Sequence[str], proposer: Proposer) -> None:

@@ -258,7 +258,7 @@ class LiveRunner:
         status = TaskStatus()
         episode = Episode(self.spec, task.name, self.config.seed, self.config.steps + 1)
         cache: dict[str, Evaluation] = {}
-        if task.k0_is_reference:
+        if task.hooks.k0_is_reference:
             k0 = self._written_k0(task, recorded, cache)
         else:
             k0 = self._initial_kernel(task, recorded, cache)
@@ -268,7 +268,7 @@ class LiveRunner:
                                {"k0_failed": 1}, stopped="the task's k0 failed evaluation",
                                notes=self._notes(task))
         episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
-        if task.compiled_reference is not None:
+        if task.hooks.compiled_reference is not None:
             self._time_compiled(task, k0, recorded)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):
@@ -278,7 +278,7 @@ class LiveRunner:
                 if kernel is not None and self.signatures is not None:
                     self.signatures.remember(task.name, kid, kernel.code, kernel.roofline)
         world = TaskWorld(self, task, status, cache, recorded,
-                          first_step=1 if task.k0_is_reference else 0)
+                          first_step=1 if task.hooks.k0_is_reference else 0)
         stopped = episode.run(world, self.config.steps,
                               lambda: None if world.replaying else self._stop_reason())
         best: KernelInfo = episode.members[episode.best()]
@@ -352,10 +352,10 @@ class LiveRunner:
         from which `kernelband analyze` fills in ``fast_p`` against ``torch.compile``."""
         if recorded is not None and task.name in (recorded.manifest.get("compile_ms") or {}):
             return
-        assert task.compiled_reference is not None and self.writer is not None
+        assert task.hooks.compiled_reference is not None and self.writer is not None
         with self.parts.serial_lock:
             result = self.evaluator.evaluate(task.name, k0.code, seed=0,
-                                             baseline_code=task.compiled_reference)
+                                             baseline_code=task.hooks.compiled_reference)
         if result.status != "ok" or result.ref_ms is None:
             log.warning("%s: torch.compile was not timed: %s: %s", task.name, result.status,
                         result.error)

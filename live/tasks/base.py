@@ -12,7 +12,7 @@ A *candidate* is the source text of a Python module. How the evaluator calls it 
   with NaN (float) or a sentinel (integer dtypes), so that elements a candidate forgets to write
   are caught.
 - ``"returns"`` (TritonBench-G operators, whose functions allocate and return their results):
-  ``outputs = task.run(module, inputs)``; ``task.run`` knows how to call the operator (for
+  ``outputs = task.hooks.run(module, inputs)``; the hook knows how to call the operator (for
   TritonBench, the perf script's ``call_op``) and normalises the result to a tuple of tensors.
   NaN poisoning does not apply (the operator allocates its own outputs).
 
@@ -23,7 +23,12 @@ A candidate is imported through ``task.module_source(code)`` (identity for the b
 TritonBench tasks drop the test code below the separator): ``live.evaluator.loader``'s
 ``load_candidate`` does this for the evaluator's worker, the self-check and the profiler.
 
-Optionally, ``task.source_check(candidate_source, device) -> str | None`` is an extra,
+What a task source runs beyond the reference and the inputs (how to call an operator, its own
+test code, the RNG state around a call, what to import of a candidate, what to drop after a
+check) is one record, ``task.hooks`` (``TaskHooks``; empty for the built-in tasks), never
+separate ``Task`` fields.
+
+Optionally, ``task.hooks.source_check(candidate_source, device) -> str | None`` is an extra,
 source-level correctness check run in the evaluator's worker: ``None`` means pass, a string is
 the one-sentence reason it failed. TritonBench tasks use it to run the operator's own test code
 against the candidate and compare its ``result_gold`` with the gold code's (allclose).
@@ -37,6 +42,11 @@ CPU under ``TRITON_INTERPRET=1``).
 Tasks are never pickled: a worker rebuilds one from ``(spec, name)`` with
 ``live.tasks.registry.resolve_task(spec, name)``. Every callable a task holds is a top-level
 function of an importable module, or a ``functools.partial`` of one.
+
+A ``Task`` is the definition only. What its source found at load time (per-shape verdicts,
+peak memory) and its limits on the shapes checked and timed are a separate record,
+``live.tasks.findings.TaskFindings``, kept beside the task (``Loaded.findings``) and sent to
+the worker with each request.
 """
 
 from __future__ import annotations
@@ -74,6 +84,49 @@ class ShapeVerdict:
 
 
 @dataclass(frozen=True)
+class TaskHooks:
+    """What a task source adds for its tasks beyond the reference and the inputs: the
+    functions it runs (each a top-level function of the source's modules, or a
+    ``functools.partial`` of one; None: not used), and, for KernelBench, where k0 comes from
+    and a second baseline. Built-in tasks have none.
+
+    Attributes:
+        run: for ``returns`` tasks: ``run(module, inputs) -> tuple[Tensor, ...]`` (a task with
+            ``run`` is a ``returns`` task; see the module docstring).
+        source_check: optional ``source_check(candidate_source, device) -> str | None``.
+        source_note: optional ``source_note(device) -> str | None``: what the last passing
+            source check left uncompared (TritonBench: result_gold elements where runs of the
+            gold code disagree, NOTE D76), for the gold check's record.
+        prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
+            instead of the raw candidate (TritonBench: the code above the 146-``#`` separator,
+            so a whole operator file's test code is not run at import). Use
+            ``Task.module_source``.
+        call_context: optional ``call_context() -> context manager`` entered around every
+            checked call of the reference and of a candidate (not around timed calls);
+            TritonBench tasks run each under the same seeded RNG state, since some operators
+            draw their own random inputs inside the call.
+        release: optional ``release()``: drop what the task keeps in this process (inputs made
+            on the CPU); a load-time check worker calls it after each check, since its next
+            check is another task's (TritonBench: one operator's inputs can take 30 GB).
+        k0_is_reference: ``k0`` is the reference's own code (what a gold-vs-gold check runs),
+            not a solution: a live run has the LLM proposer write k0 from the reference at
+            step 0 (KernelBench without a k0 file; NOTE D100).
+        compiled_reference: optional source of a candidate module that runs the reference
+            under ``torch.compile`` (default mode): timed once per task as a second baseline
+            (``compile_ms``: KernelBench's ``fast_p`` against ``torch.compile``).
+    """
+
+    run: Callable[[ModuleType, tuple], tuple] | None = None
+    source_check: Callable[[str, str], str | None] | None = None
+    source_note: Callable[[str], str | None] | None = None
+    prepare_source: Callable[[str], str] | None = None
+    call_context: Callable[[], AbstractContextManager[Any]] | None = None
+    release: Callable[[], None] | None = None
+    k0_is_reference: bool = False
+    compiled_reference: str | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     """One kernel optimization task.
 
@@ -92,47 +145,12 @@ class Task:
         flops: floating-point operations per shape, or None.
         source: where the task came from (``builtin`` or ``tritonbench:PATH``).
         call_style: ``dps`` or ``returns``; see the module docstring.
-        run: for ``returns``: ``run(module, inputs) -> tuple[Tensor, ...]``.
-        source_check: optional ``source_check(candidate_source, device) -> str | None``.
-        source_note: optional ``source_note(device) -> str | None``: what the last passing
-            source check left uncompared (TritonBench: result_gold elements where runs of the
-            gold code disagree, NOTE D76), for the gold check's record.
         compute_dtype: dtype whose peak FLOP/s bounds the kernel (``float16`` for an fp16
             matmul), used by ``live.hardware.roofline_fraction``.
-        prepare_source: optional ``prepare_source(candidate_source) -> str``: what to import
-            instead of the raw candidate (TritonBench: the code above the 146-``#`` separator, so
-            a whole operator file's test code is not run at import). Use ``module_source``.
-        call_context: optional ``call_context() -> context manager`` entered around every
-            checked call of the reference and of a candidate (not around timed calls);
-            TritonBench tasks run each under the same seeded RNG state, since some operators
-            draw their own random inputs inside the call.
-        release: optional ``release()``: drop what the task keeps in this process (inputs made
-            on the CPU); a load-time check worker calls it after each check, since its next
-            check is another task's (TritonBench: one operator's inputs can take 30 GB).
         language: the kernel language of k0 and of every candidate (a key of
             ``live.evaluator.languages.LANGUAGES``): the static check, code extraction, the
             profiler's kernel filter and the metadata reader follow it.
-        shape_verdicts: per perf-shape index, what the load-time gold check found there
-            (``ShapeVerdict``): ``dropped`` (neither checked nor timed: the gold code runs out
-            of memory on this card or faults on it) or ``unchecked`` (timed, not compared: the
-            gold code disagrees with itself there). Shapes without a verdict are checked and
-            timed. NOTE (D73).
-        shape_bytes: optional bytes of each perf shape's inputs (for choosing the timed ones).
-        max_timed_shapes: time at most this many perf shapes, the largest by ``shape_bytes``
-            (None: every kept shape). NOTE (D74).
-        max_checked_shapes: check a candidate on at most this many perf shapes: the timed ones
-            and the smallest (None: every kept shape; a load-time gold check checks all).
-        measured_peak_bytes: per perf-shape index, the device bytes its load-time check peaked
-            at (the memory plan's figure for tasks it cannot estimate under fake tensors).
-        max_check_share: the most of the card's usable memory one live check may need; larger
-            perf shapes are left out of live checks with a note (None: every shape that fits).
-            NOTE (D78).
-        k0_is_reference: ``k0`` is the reference's own code (what a gold-vs-gold check runs),
-            not a solution: a live run has the LLM proposer write k0 from the reference at
-            step 0 (KernelBench without a k0 file; NOTE D100).
-        compiled_reference: optional source of a candidate module that runs the reference
-            under ``torch.compile`` (default mode): timed once per task as a second baseline
-            (``compile_ms``: KernelBench's ``fast_p`` against ``torch.compile``).
+        hooks: what the task's source runs for it (``TaskHooks``).
     """
 
     name: str
@@ -150,22 +168,9 @@ class Task:
     flops: Callable[[Shape], int] | None = None
     source: str = "builtin"
     call_style: str = "dps"
-    run: Callable[[ModuleType, tuple], tuple] | None = None
-    source_check: Callable[[str, str], str | None] | None = None
-    source_note: Callable[[str], str | None] | None = None
     compute_dtype: str = "float32"
-    prepare_source: Callable[[str], str] | None = None
     language: str = "triton"
-    call_context: Callable[[], AbstractContextManager[Any]] | None = None
-    release: Callable[[], None] | None = None
-    shape_verdicts: dict[int, ShapeVerdict] = field(default_factory=dict)
-    shape_bytes: tuple[int, ...] | None = None
-    max_timed_shapes: int | None = None
-    max_checked_shapes: int | None = None
-    measured_peak_bytes: dict[int, int] = field(default_factory=dict)
-    max_check_share: float | None = None
-    k0_is_reference: bool = False
-    compiled_reference: str | None = None
+    hooks: TaskHooks = field(default_factory=TaskHooks)
 
     def __post_init__(self) -> None:
         if self.call_style not in CALL_STYLES:
@@ -173,22 +178,14 @@ class Task:
                 f"task {self.name!r}: call_style must be one of {CALL_STYLES}, "
                 f"not {self.call_style!r}."
             )
-        if self.call_style == "returns" and self.run is None:
-            raise ValueError(f"task {self.name!r}: call_style 'returns' needs a run callable.")
+        if self.call_style == "returns" and self.hooks.run is None:
+            raise ValueError(f"task {self.name!r}: call_style 'returns' needs a run callable "
+                             "(TaskHooks.run).")
         from live.evaluator.languages import LANGUAGES
 
         if self.language not in LANGUAGES:
             raise ValueError(f"task {self.name!r}: language must be one of "
                              f"{tuple(LANGUAGES)}, not {self.language!r}.")
-
-    def shapes_with(self, kind: str) -> list[int]:
-        """Perf-shape indices whose verdict is `kind` (``dropped`` or ``unchecked``)."""
-        return sorted(i for i, v in self.shape_verdicts.items() if v.kind == kind)
-
-    def shape_notes(self) -> list[str]:
-        """One line per perf shape with a verdict, for summaries and manifests."""
-        return [f"perf shape {i} {v.kind}: {v.reason}"
-                for i, v in sorted(self.shape_verdicts.items())]
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for outputs of this dtype (``float32`` or ``torch.float32``)."""
@@ -198,22 +195,22 @@ class Task:
         return DEFAULT_TOLERANCES.get(dtype_name, (1e-5, 1e-5))
 
     def module_source(self, candidate_source: str) -> str:
-        """The text to import as the candidate's module (``prepare_source`` applied)."""
-        if self.prepare_source is None:
+        """The text to import as the candidate's module (``hooks.prepare_source`` applied)."""
+        if self.hooks.prepare_source is None:
             return candidate_source
-        return self.prepare_source(candidate_source)
+        return self.hooks.prepare_source(candidate_source)
 
     def call(self, module: ModuleType, inputs: tuple, outputs: tuple | None = None) -> tuple:
         """Run a candidate module on ``inputs`` and return its outputs as a tuple.
 
         ``dps``: ``outputs`` (preallocated, poisoned by the caller) are required and are
         written in place by ``module.<entry>(*inputs, *outputs)``, then returned.
-        ``returns``: ``outputs`` is ignored; the result of ``self.run(module, inputs)``.
+        ``returns``: ``outputs`` is ignored; the result of ``self.hooks.run(module, inputs)``.
         """
         if self.call_style == "dps":
             if outputs is None:
                 raise ValueError(f"task {self.name!r} is destination-passing: pass outputs.")
             getattr(module, self.entry)(*inputs, *outputs)
             return tuple(outputs)
-        assert self.run is not None
-        return tuple(self.run(module, inputs))
+        assert self.hooks.run is not None
+        return tuple(self.hooks.run(module, inputs))

@@ -16,8 +16,8 @@ from live.tasks.sources import DEFAULT_SOURCE, LoadOptions, parse_spec, source_m
 from live.tasks.sources.builtin import BUILTIN_TASKS, builtin_task
 
 __all__ = ["BUILTIN_TASKS", "TRITONBENCH_PREFIX", "builtin_task", "canonical_spec",
-           "load_tasks", "resolve_task", "resolve_tasks", "resolve_tasks_and_skipped",
-           "task_language", "tasks_without_k0"]
+           "load_tasks", "resolve_loaded", "resolve_task", "resolve_tasks",
+           "resolve_tasks_and_skipped", "task_language", "tasks_without_k0"]
 
 TRITONBENCH_PREFIX = "tritonbench:"
 
@@ -40,12 +40,18 @@ def resolve_tasks(spec: str, options: LoadOptions | None = None) -> list[Task]:
     check on this machine; ``module:PKG.MOD`` the module's ``TASKS``. Each skipped task is
     logged as a warning, once per process (``load_tasks`` gives them as data).
     """
+    return resolve_loaded(spec, options).tasks
+
+
+def resolve_loaded(spec: str, options: LoadOptions | None = None) -> Loaded:
+    """``load_tasks``, each skipped task logged as in ``resolve_tasks``: the tasks with their
+    ``TaskFindings`` (``Loaded.findings``)."""
     loaded = load_tasks(spec, options)
     for op, reason in loaded.skipped_pairs:
         if (spec, op, reason) not in _warned:
             _warned.add((spec, op, reason))
             _log.warning("skipped TritonBench operator %s: %s", op, reason)
-    return loaded.tasks
+    return loaded
 
 
 def resolve_tasks_and_skipped(
@@ -80,7 +86,7 @@ def task_language(spec: str, name: str) -> str:
 
 
 def tasks_without_k0(spec: str) -> list[str] | None:
-    """Names of the tasks of ``spec`` that have no k0 of their own (`Task.k0_is_reference`),
+    """Names of the tasks of ``spec`` that have no k0 of their own (`TaskHooks.k0_is_reference`),
     where its source can tell before loading (KernelBench: from the selector); None where it
     cannot (its tasks are then judged once loaded)."""
     prefix, arg = parse_spec(spec)

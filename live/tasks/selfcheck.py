@@ -31,6 +31,7 @@ from live.evaluator.loader import (
     load_candidate,
 )
 from live.tasks.base import Shape, Task
+from live.tasks.findings import NO_FINDINGS, TaskFindings
 from live.tasks.interpreter_compat import enable_interpreter_compat
 
 
@@ -132,21 +133,23 @@ def check_module(task: Task, module: object, shape: Shape, seed: int, device: st
     try:
         failure = check_call(run, task.reference, inputs, task.tolerance, synchronize,
                              destination_passing=task.call_style == "dps",
-                             call_context=task.call_context)
+                             call_context=task.hooks.call_context)
     except Exception as exc:  # a candidate's failure is an outcome, not a crash
         return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return None if failure is None else failure.message
 
 
 def selfcheck(
-    task: Task, device: str = "cpu", *, source: str | None = None, seeds: Sequence[int] = (0,)
+    task: Task, device: str = "cpu", *, source: str | None = None, seeds: Sequence[int] = (0,),
+    findings: TaskFindings = NO_FINDINGS,
 ) -> SelfCheckResult:
-    """Check ``source`` (default: ``task.k0``) against the task's reference on ``device``."""
+    """Check ``source`` (default: ``task.k0``) against the task's reference on ``device``
+    (leaving out the perf shapes its `findings` drop)."""
     started = time.perf_counter()
     code = task.k0 if source is None else source
     with interpreter_for(device):
         try:
-            loaded = load_candidate(task, code)
+            loaded = load_candidate(task, code, findings=findings)
         except CandidateLoadError as exc:
             error = f"source does not import: {exc}"
             return SelfCheckResult(task.name, device, (), error, time.perf_counter() - started)
@@ -165,9 +168,9 @@ def _check_loaded(task: Task, loaded: LoadedCandidate, code: str, device: str,
     else:
         shapes = [*task.test_shapes, *(task.perf_shapes[i] for i in loaded.perf_kept)]
     checks: list[ShapeCheck] = []
-    if task.source_check is not None:
+    if task.hooks.source_check is not None:
         try:
-            error = task.source_check(code, device)
+            error = task.hooks.source_check(code, device)
         except Exception as exc:
             error = f"source check raised {type(exc).__name__}: {exc}"
         if error is not None:

@@ -45,6 +45,15 @@ class Loaded:
     skipped: list[Skipped] = field(default_factory=list)
     #: e.g. {"checked": 12, "cached": 172, "seconds": 3.1}; empty for sources without checks
     stats: dict[str, Any] = field(default_factory=dict)
+    #: each task's ``TaskFindings`` by task name (`live.tasks.findings`); a task without an
+    #: entry has none (every shape checked and timed)
+    findings: dict[str, Any] = field(default_factory=dict)
+
+    def findings_of(self, name: str) -> Any:
+        """Task `name`'s ``TaskFindings`` (``NO_FINDINGS`` without an entry)."""
+        from live.tasks.findings import NO_FINDINGS
+
+        return self.findings.get(name, NO_FINDINGS)
 
     @property
     def skipped_pairs(self) -> list[tuple[str, str]]:

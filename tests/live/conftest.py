@@ -22,12 +22,13 @@ TRITONBENCH_MINI = Path(__file__).parent / "fixtures" / "tritonbench_mini"
 
 @dataclass(frozen=True)
 class MiniLoad:
-    """The uncached ``load_tritonbench(TRITONBENCH_MINI, device="cpu")`` and the gold-check
-    cache it filled."""
+    """The uncached load of TRITONBENCH_MINI on the CPU (its tasks, skipped operators and the
+    tasks' findings) and the gold-check cache it filled."""
 
     cache: Path
     tasks: list
     skipped: list
+    findings: dict
 
     def cache_copy(self, dst: Path) -> Path:
         """A copy of the filled cache at `dst` (for ``KERNELBAND_CACHE_DIR``)."""
@@ -37,13 +38,14 @@ class MiniLoad:
 
 @pytest.fixture(scope="session")
 def tritonbench_mini_load(tmp_path_factory: pytest.TempPathFactory) -> MiniLoad:
-    from live.tasks.tritonbench import load_tritonbench
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
 
     cache = tmp_path_factory.mktemp("tritonbench-mini-cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KERNELBAND_CACHE_DIR", str(cache))
-        tasks, skipped = load_tritonbench(TRITONBENCH_MINI, device="cpu")
-    return MiniLoad(cache, tasks, skipped)
+        loaded = load_tasks(f"tritonbench:{TRITONBENCH_MINI}", LoadOptions(device="cpu"))
+    return MiniLoad(cache, loaded.tasks, loaded.skipped_pairs, loaded.findings)
 
 
 @pytest.fixture(scope="module")

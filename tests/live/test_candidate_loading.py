@@ -15,6 +15,7 @@ from live.evaluator.loader import CandidateLoadError, forget_candidate, load_can
 from live.evaluator.task_source import resolve_task
 from live.profiler.target import prepare
 from live.tasks.base import ShapeVerdict, Task
+from live.tasks.findings import TaskFindings
 from live.tasks.selfcheck import selfcheck
 from live.tasks.tritonbench.operator import code_part
 from tests.live.fixtures.candidates.tiny_tasks import TASKS
@@ -78,8 +79,8 @@ def test_load_candidate_leaves_out_the_dropped_shapes() -> None:
     forget_candidate(loaded.module_name)
     assert loaded.perf_kept == tuple(range(1, n))
     verdicts = {n - 1: ShapeVerdict("dropped", "the gold code runs out of memory")}
-    judged = dataclasses.replace(task, shape_verdicts=verdicts)
-    loaded = load_candidate(judged, task.k0, drop_shapes=[0])
+    loaded = load_candidate(task, task.k0, drop_shapes=[0],
+                            findings=TaskFindings(shape_verdicts=verdicts))
     forget_candidate(loaded.module_name)
     assert loaded.perf_kept == tuple(range(1, n - 1))
 

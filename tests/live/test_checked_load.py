@@ -10,6 +10,7 @@ import pytest
 from live.evaluator.isolated import Call
 from live.gold import load as cl
 from live.gold.judge import gold_check_in_worker
+from live.tasks.findings import NO_FINDINGS
 from live.tasks.sources import LoadOptions
 from live.tasks.tritonbench import check_cost_hint
 
@@ -59,6 +60,11 @@ class FakePool:
         return results
 
 
+def _by_name(item: cl.CheckItem, meta: Any) -> tuple[str, Any]:
+    """A fake source's build: the item's name stands for its task, with no findings."""
+    return item.name, NO_FINDINGS
+
+
 def _items(hints: dict[str, float]) -> list[cl.CheckItem]:
     return [cl.CheckItem(name, f"t/{name}", (name.encode(),),
                          Call(name, "live.x.plain", {}, 1.0), cost_hint=hint)
@@ -70,7 +76,7 @@ def _load(monkeypatch, tmp_path, pool: FakePool, hints: dict[str, float],
     monkeypatch.setenv("KERNELBAND_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cl, "run_calls", pool)
     return cl.checked_load("fake:spec", _items(hints), options or LoadOptions(device="cpu"),
-                           check=gold_check_in_worker, build=lambda item, meta: item.name)
+                           check=gold_check_in_worker, build=_by_name)
 
 
 def test_slow_looking_checks_start_first(monkeypatch, tmp_path) -> None:
@@ -260,7 +266,7 @@ def test_a_check_killed_by_the_system_goes_again_at_once(monkeypatch, tmp_path) 
     monkeypatch.setattr(cl, "run_calls", second_time)
     loaded = cl.checked_load("fake:spec", _items({"huge": 9.0, "twice": 8.0, "a": 1.0}),
                              LoadOptions(device="cpu", workers=2, timeout_s=100.0),
-                             check=gold_check_in_worker, build=lambda item, meta: item.name)
+                             check=gold_check_in_worker, build=_by_name)
     first = pool.pools[0]
     assert first["front"] == ["huge", "twice"] and set(first["fresh"]) >= {"huge", "twice"}
     assert first["limits"]["huge"] == 100.0  # the base limit, not the first wave's
@@ -379,7 +385,7 @@ def test_a_load_stopped_before_the_memory_retry_caches_no_out_of_memory(monkeypa
     items = _items({"ok": 1.0, "big": 1.0})
     with pytest.raises(Stopped):
         cl.checked_load("fake:spec", items, LoadOptions(device="cpu"),
-                        check=gold_check_in_worker, build=lambda item, meta: item.name)
+                        check=gold_check_in_worker, build=_by_name)
     env = checkcache.environment("cpu")
     cached = {item.name: checkcache.read(checkcache.entry_key(list(item.contents), env))
               for item in items}
@@ -434,7 +440,8 @@ def test_the_kept_h200_check_cache_is_read_as_it_is(monkeypatch) -> None:
     monkeypatch.setattr(cl, "run_calls", pool)
     items = [cl.CheckItem(name, f"tritonbench/{name}", (name.encode(),)) for name in keys]
     loaded = cl.checked_load("fake:spec", items, LoadOptions(device="cpu"),
-                             check=gold_check_in_worker, build=lambda item, meta: (item, meta))
+                             check=gold_check_in_worker,
+                             build=lambda item, meta: ((item, meta), NO_FINDINGS))
     assert pool.pools == []  # nothing checked again
     assert len(keys) == 50 and len(loaded.tasks) == 48 and len(loaded.skipped) == 2
     assert all(isinstance(meta, dict) and {"verdicts", "peaks"} <= set(meta)

@@ -11,6 +11,7 @@ import pytest
 
 from live.evaluator.host_memory import RESERVE_ENV, HostRoom, default_reserve_bytes, total_bytes
 from live.evaluator.isolated import Call, run_calls
+from live.tasks.base import TaskHooks
 
 PLAIN = "live.tasks.tritonbench.script.run_plain_script"
 GIB = 2**30
@@ -132,6 +133,7 @@ def test_a_worker_drops_its_last_task_s_host_inputs_when_it_switches_while_short
     class FakeTask:
         def __init__(self, name: str) -> None:
             self.name = name
+            self.hooks = TaskHooks(release=self.release)
 
         def release(self) -> None:
             released.append(self.name)

@@ -111,7 +111,7 @@ def test_models_are_built_under_one_seed() -> None:
     task = resolve_task(SPEC, "kernelbench/level2/1_Linear_GELU")
     (x,) = task.make_inputs({}, 0, "cpu")
     gold = import_source(task.k0, "gold")
-    (out,) = task.run(gold, (x,))
+    (out,) = task.hooks.run(gold, (x,))
     assert torch.equal(out, task.reference(x))
 
 

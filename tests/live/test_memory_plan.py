@@ -18,7 +18,8 @@ from live.evaluator.memory_plan import (
     estimate_task,
     plan_memory,
 )
-from live.tasks.registry import resolve_task, resolve_tasks
+from live.tasks.base import TaskHooks
+from live.tasks.registry import resolve_loaded, resolve_task, resolve_tasks
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +178,7 @@ def test_tasks_that_run_their_own_code_get_the_unknown_need(builtin_estimates):
 
     softmax = resolve_task("builtin", "softmax")
     foreign = dataclasses.replace(softmax, name="tb/op", call_style="returns",
-                                  run=lambda module, inputs: ())
+                                  hooks=TaskHooks(run=lambda module, inputs: ()))
     memory = estimate_task(foreign)
     assert all(n is None for n in (*memory.perf, *memory.test))
     plan = plan_memory({**builtin_estimates, "tb/op": memory}, 40 * GIB, workers=8)
@@ -208,13 +209,23 @@ def test_a_task_s_share_leaves_its_largest_shapes_out_of_live_checks():
 
 
 def test_tritonbench_operators_ask_for_a_share_of_the_card():
-    """The plan picks the share up from the task (an operator of the CPU fixture, run here)."""
+    """The plan picks the share up from the task's findings (an operator of the CPU fixture,
+    run here)."""
     from pathlib import Path
 
-    from live.tasks.tritonbench.operator import CHECK_SHARE, tritonbench_task
+    from live.tasks.findings import NO_FINDINGS
+    from live.tasks.tritonbench.operator import (
+        CHECK_SHARE,
+        operator_meta,
+        tritonbench_findings,
+        tritonbench_task,
+    )
 
     mini = Path(__file__).parent / "fixtures" / "tritonbench_mini"
-    task = tritonbench_task(mini, "add")
-    assert task.max_check_share == CHECK_SHARE and 0 < CHECK_SHARE < 1
-    assert estimate_task(task).max_share == CHECK_SHARE
-    assert resolve_task("builtin", "softmax").max_check_share is None
+    meta = operator_meta(mini, "add")
+    task, findings = tritonbench_task(mini, "add", meta), tritonbench_findings(meta)
+    assert findings.max_check_share == CHECK_SHARE and 0 < CHECK_SHARE < 1
+    assert estimate_task(task, findings).max_share == CHECK_SHARE
+    builtin = resolve_loaded("builtin")
+    assert builtin.findings_of("softmax").max_check_share is None
+    assert NO_FINDINGS.max_check_share is None

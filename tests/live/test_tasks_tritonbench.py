@@ -41,6 +41,12 @@ def loaded(tritonbench_mini_load, check_cache):
     return tritonbench_mini_load.tasks, tritonbench_mini_load.skipped
 
 
+@pytest.fixture(scope="module")
+def findings(tritonbench_mini_load, check_cache):
+    """The same load's findings, by task name."""
+    return tritonbench_mini_load.findings
+
+
 def _task(loaded, op: str):
     return next(t for t in loaded[0] if t.name == f"tritonbench/{op}")
 
@@ -231,9 +237,11 @@ def test_every_failure_class_is_loaded_or_skipped_with_its_reason(loaded) -> Non
     assert loaded.stats["checked"] == 0
 
 
-def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator(loaded) -> None:
-    """NOTE D73: per-shape verdicts of the gold check, kept in the cache and the task."""
-    tasks = {t.name.removeprefix("tritonbench/"): t for t in loaded[0]}
+def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator(
+        findings) -> None:
+    """NOTE D73: per-shape verdicts of the gold check, kept in the cache and the task's
+    findings."""
+    tasks = {name.removeprefix("tritonbench/"): found for name, found in findings.items()}
     # colliding scatter indices in the perf inputs: the gold code disagrees with itself there,
     # so those shapes are timed but not compared; its own test code (distinct indices) checks
     scatter = tasks["racy_scatter"]
@@ -259,12 +267,15 @@ def test_shapes_the_gold_code_cannot_be_judged_on_are_set_aside_not_the_operator
     # an index table the script made with torch.empty: zeros while it is built (D72)
     assert tasks["empty_index"].shape_verdicts == {}
     # a cached load rebuilds the same verdicts without running anything
-    again = {t.name: t for t in load_tritonbench(MINI, device="cpu")[0]}
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
+
+    again = load_tasks(f"tritonbench:{MINI}", LoadOptions(device="cpu")).findings
     assert again["tritonbench/racy_scatter"].shape_verdicts == scatter.shape_verdicts
     assert again["tritonbench/big_fault"].shape_verdicts == fault.shape_verdicts
 
 
-def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
+def test_candidates_follow_the_verdicts_in_the_evaluator(loaded, findings) -> None:
     """The live evaluator leaves dropped shapes out and does not compare unchecked ones: the
     gold code itself (k0) passes on a racy scatter, and a wrong candidate still fails on the
     operator's own test code."""
@@ -277,7 +288,7 @@ def test_candidates_follow_the_verdicts_in_the_evaluator(loaded) -> None:
     assert wrong != scatter.k0
     fault = _task(loaded, "big_fault")
     with Evaluator(EvaluatorConfig(spec, device="cpu", workers=1)) as ev:
-        assert ev.shape_notes(scatter.name) == scatter.shape_notes()
+        assert ev.shape_notes(scatter.name) == findings[scatter.name].shape_notes()
         k0 = ev.evaluate(scatter.name, scatter.k0, seed=0)
         bad = ev.evaluate(scatter.name, wrong, seed=0)
         fault_k0 = ev.evaluate(fault.name, fault.k0, seed=0)

@@ -25,6 +25,7 @@ from live.evaluator.isolated import Call
 from live.gold.judge import gold_check_in_worker
 from live.gold.load import CheckItem, checked_load, worker_function_name
 from live.tasks.base import Task
+from live.tasks.findings import TaskFindings
 from live.tasks.kernelbench.problems import (
     NAME_PREFIX,
     Problem,
@@ -35,7 +36,7 @@ from live.tasks.kernelbench.problems import (
     select,
 )
 from live.tasks.kernelbench.script import run_problem
-from live.tasks.kernelbench.task import describe_task, kernelbench_task
+from live.tasks.kernelbench.task import describe_task, kernelbench_findings, kernelbench_task
 from live.tasks.skips import Loaded, Skipped
 
 __all__ = ["NAME_PREFIX", "Problem", "canonical", "find", "kernelbench_task", "load", "rebuild"]
@@ -86,8 +87,9 @@ def load(arg: str, options: Any = None) -> Loaded:
         return Loaded([kernelbench_task(p, spec) for p in problems], skipped)
     by_name = {p.name: p for p in problems}
 
-    def build(item: CheckItem, meta: Any) -> Task:
-        return kernelbench_task(by_name[item.name], spec, meta if isinstance(meta, dict) else {})
+    def build(item: CheckItem, meta: Any) -> tuple[Task, TaskFindings]:
+        return (kernelbench_task(by_name[item.name], spec),
+                kernelbench_findings(meta if isinstance(meta, dict) else {}))
 
     loaded = checked_load(spec, [_item(p) for p in problems], options,
                           check=gold_check, build=build)

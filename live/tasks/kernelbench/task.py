@@ -38,7 +38,8 @@ from typing import Any
 
 import torch
 
-from live.tasks.base import ShapeVerdict, Task
+from live.tasks.base import ShapeVerdict, Task, TaskHooks
+from live.tasks.findings import TaskFindings
 from live.tasks.kernelbench.problems import Problem, category
 from live.tasks.loading import exec_module_file
 
@@ -72,7 +73,7 @@ def gold_candidate(source: str) -> str:
 def compiled_candidate(source: str) -> str:
     """The problem's own code with ``ModelNew``'s forward under ``torch.compile`` (inductor,
     default mode; compiled at its first call): the second baseline of KernelBench's ``fast_p``,
-    timed by the evaluator's protocol as a baseline module (`Task.compiled_reference`)."""
+    timed by the evaluator's protocol as a baseline module (`TaskHooks.compiled_reference`)."""
     return (source.rstrip() + "\n\n\nimport torch as _kb_torch  # noqa: E402\n\n\n"
             "class ModelNew(Model):\n"
             "    \"\"\"The reference under torch.compile (default mode).\"\"\"\n\n"
@@ -219,14 +220,23 @@ def _description(problem: Problem, source: str) -> str:
             + source.strip())
 
 
-def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | None = None,
+def kernelbench_findings(meta: dict[str, Any] | None = None) -> TaskFindings:
+    """A problem's findings: `meta`, a gold check's per-shape verdicts and peaks (none
+    without a check)."""
+    meta = meta or {}
+    return TaskFindings(
+        shape_verdicts={int(k): ShapeVerdict(**v)
+                        for k, v in (meta.get("verdicts") or {}).items()},
+        measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()})
+
+
+def kernelbench_task(problem: Problem, source_spec: str,
                      runtime: ProblemRuntime | None = None) -> Task:
-    """The ``Task`` of `problem` (`meta`: a gold check's per-shape verdicts and peaks)."""
+    """The ``Task`` of `problem` (its findings: `kernelbench_findings`)."""
     runtime = runtime or ProblemRuntime(problem)
     source = problem.path.read_text(encoding="utf-8")
     k0 = (problem.k0_path.read_text(encoding="utf-8") if problem.k0_path is not None
           else gold_candidate(source))
-    meta = meta or {}
     input_sets = tuple({INPUT_SET_KEY: k} for k in range(1, INPUT_SETS + 1))
     return Task(
         name=problem.task_name,
@@ -242,12 +252,9 @@ def kernelbench_task(problem: Problem, source_spec: str, meta: dict[str, Any] | 
         tolerances={dtype: TOLERANCE for dtype in _FLOAT_DTYPES},
         source=source_spec,
         call_style="returns",
-        run=functools.partial(run, runtime),
-        call_context=functools.partial(call_context, runtime),
-        release=functools.partial(release, runtime),
-        shape_verdicts={int(k): ShapeVerdict(**v)
-                        for k, v in (meta.get("verdicts") or {}).items()},
-        measured_peak_bytes={int(k): int(v) for k, v in (meta.get("peaks") or {}).items()},
-        k0_is_reference=problem.k0_path is None,
-        compiled_reference=compiled_candidate(source),
+        hooks=TaskHooks(run=functools.partial(run, runtime),
+                        call_context=functools.partial(call_context, runtime),
+                        release=functools.partial(release, runtime),
+                        k0_is_reference=problem.k0_path is None,
+                        compiled_reference=compiled_candidate(source)),
     )

@@ -28,6 +28,7 @@ from live.evaluator.isolated import Call
 from live.gold.judge import gold_check_in_worker
 from live.gold.load import CheckItem, checked_load, worker_function_name
 from live.tasks.base import Task
+from live.tasks.findings import TaskFindings
 from live.tasks.skips import Loaded
 from live.tasks.tritonbench.format import (
     NAME_PREFIX,
@@ -48,6 +49,7 @@ from live.tasks.tritonbench.operator import (
     move_entry,
     operator_meta,
     seeded_rng,
+    tritonbench_findings,
     tritonbench_task,
 )
 from live.tasks.tritonbench.script import run_plain_script
@@ -56,6 +58,7 @@ __all__ = ["NAME_PREFIX", "PERF_SUFFIX", "SEPARATOR", "OperatorMeta", "OperatorS
            "code_part", "compare_results", "describe_task", "discover", "flatten_outputs",
            "gold_check",
            "load_checked", "load_tritonbench", "make_inputs", "move_entry", "operator_meta",
+           "task_findings", "tritonbench_findings",
            "retarget", "seeded_rng", "split_operator_file", "tritonbench_task"]
 
 #: part of the check-cache key of an operator whose test code does not bind ``result_gold``:
@@ -74,10 +77,16 @@ def describe_task(task: Task) -> dict[str, Any]:
     return operator_meta(path, task.name.removeprefix(NAME_PREFIX)).to_dict()
 
 
+def task_findings(task: Task) -> TaskFindings:
+    """Worker side: what is known of ``task``'s perf inputs before its check (their bytes)."""
+    return tritonbench_findings(OperatorMeta.from_dict(describe_task(task)))
+
+
 def gold_check(runner: Any, workdir: Path, **request: Any) -> dict[str, Any]:
     """Worker side: one operator's gold check (`gold_check_in_worker`), keeping what
     `describe_task` says a parent needs to build the task."""
-    return gold_check_in_worker(runner, workdir, describe=describe_task, **request)
+    return gold_check_in_worker(runner, workdir, describe=describe_task,
+                                findings=task_findings, **request)
 
 
 def _item(source: OperatorSource) -> CheckItem:
@@ -127,8 +136,9 @@ def load_checked(path: Path, options: Any = None, ops: Sequence[str] | None = No
     sources = [s for s in found if ops is None or s.op in ops]
     items = [_item(source) for source in sources]
 
-    def build(item: CheckItem, meta: dict[str, Any]) -> Task:
-        return tritonbench_task(path, item.name, OperatorMeta.from_dict(meta))
+    def build(item: CheckItem, meta: dict[str, Any]) -> tuple[Task, TaskFindings]:
+        operator = OperatorMeta.from_dict(meta)
+        return tritonbench_task(path, item.name, operator), tritonbench_findings(operator)
 
     return checked_load(f"tritonbench:{path}", items, options or LoadOptions(),
                         check=gold_check, build=build)

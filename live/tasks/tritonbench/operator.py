@@ -4,10 +4,10 @@ Each operator with both files becomes a ``Task`` named ``tritonbench/<op>`` with
 ``call_style="returns"``: the gold code (above the separator, plus its test code's imports) is
 both ``k0`` and the reference; a candidate is a whole operator file (any test code in it is
 ignored). One performance input is one shape, ``{"index": i}``; the candidate must match the gold
-outputs on it (``task.run`` calls the perf script's ``call_op`` with the candidate's functions
-bound in; inputs the gold code writes are outputs, see ``live.evaluator.checks``), and
-``task.source_check`` runs the operator's own test code against the candidate and compares its
-``result_gold`` with the gold code's (``compare_values``, dtype tolerances). Both runs of the
+outputs on it (``task.hooks.run`` calls the perf script's ``call_op`` with the candidate's
+functions bound in; inputs the gold code writes are outputs, see ``live.evaluator.checks``), and
+``task.hooks.source_check`` runs the operator's own test code against the candidate and compares
+its ``result_gold`` with the gold code's (``compare_values``, dtype tolerances). Both runs of the
 test code start from the same seeded RNG state (Python ``random``, NumPy, torch CPU and CUDA),
 so the comparison is like with like; so do the checked calls of ``call_op`` (many operators
 draw their own random inputs inside the call), but not the timed ones. Byte and FLOP counts
@@ -38,7 +38,8 @@ import torch
 
 from live.evaluator.checks import agreement, compare_values
 from live.evaluator.run_candidate import PERF_SEED
-from live.tasks.base import DEFAULT_TOLERANCES, ShapeVerdict, Task
+from live.tasks.base import DEFAULT_TOLERANCES, ShapeVerdict, Task, TaskHooks
+from live.tasks.findings import TaskFindings
 from live.tasks.loading import import_source
 from live.tasks.tritonbench.format import (
     NAME_PREFIX,
@@ -546,7 +547,6 @@ def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = No
         meta = operator_meta(path_str, op)
     shapes = [{"index": index} for index in range(meta.n_inputs)]
     small = [shapes[index] for index in meta.smallest]
-    verdicts = {index: ShapeVerdict(v["kind"], v["reason"]) for index, v in meta.verdicts.items()}
     entry_functions = list(meta.entry_functions)
     return Task(
         name=NAME_PREFIX + op,
@@ -570,20 +570,30 @@ def tritonbench_task(path: Path | str, name: str, meta: OperatorMeta | None = No
         flops=functools.partial(_table_lookup, meta.flops_table) if meta.flops_table else None,
         source=f"tritonbench:{path_str}",
         call_style="returns",
-        run=functools.partial(run_operator, path_str, op, meta.is_sequence),
-        source_check=functools.partial(source_check, path_str, op),
-        source_note=functools.partial(set_aside_note, path_str, op),
-        prepare_source=code_part,
         language="triton",
-        # operators that draw their own random inputs inside the call (many do: `wrapper(m, n)`
-        # makes a torch.randn matrix) compare like with like only from one RNG state; outputs
-        # written in part compare like with like only from filled memory (D69)
-        call_context=functools.partial(checked_state, TEST_CODE_SEED),
-        release=release_caches,
-        shape_verdicts=verdicts,
+        hooks=TaskHooks(
+            run=functools.partial(run_operator, path_str, op, meta.is_sequence),
+            source_check=functools.partial(source_check, path_str, op),
+            source_note=functools.partial(set_aside_note, path_str, op),
+            prepare_source=code_part,
+            # operators that draw their own random inputs inside the call (many do:
+            # `wrapper(m, n)` makes a torch.randn matrix) compare like with like only from one
+            # RNG state; outputs written in part compare like with like only from filled
+            # memory (D69)
+            call_context=functools.partial(checked_state, TEST_CODE_SEED),
+            release=release_caches),
+    )
+
+
+def tritonbench_findings(meta: OperatorMeta) -> TaskFindings:
+    """What is known of an operator's perf inputs beside its task: the gold check's verdicts
+    and peaks (in `meta` from the check cache; none before a check), each input's bytes, and
+    how many inputs a candidate is checked and timed on (D74) and its share of the card (D78)."""
+    return TaskFindings(
+        shape_verdicts={index: ShapeVerdict(v["kind"], v["reason"])
+                        for index, v in meta.verdicts.items()},
         shape_bytes=meta.input_bytes or None,
         max_timed_shapes=TIMED_SHAPES,
         max_checked_shapes=CHECKED_SHAPES,
         measured_peak_bytes=dict(meta.peaks),
-        max_check_share=CHECK_SHARE,
-    )
+        max_check_share=CHECK_SHARE)
