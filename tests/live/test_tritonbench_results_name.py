@@ -98,10 +98,10 @@ def test_operators_load_and_judge_candidates_by_their_own_results(tmp_path: Path
     assert not skipped
     assert sorted(t.name for t in tasks) == ["tritonbench/add_dropped", "tritonbench/add_named"]
     task = next(t for t in tasks if t.name == "tritonbench/add_named")
-    assert task.source_check is not None
-    assert task.source_check(task.k0, "cpu") is None  # gold vs gold
+    assert task.hooks.source_check is not None
+    assert task.hooks.source_check(task.k0, "cpu") is None  # gold vs gold
     wrong = task.k0.replace("x + y", "x - y")
-    problem = task.source_check(wrong, "cpu")
+    problem = task.hooks.source_check(wrong, "cpu")
     assert problem is not None and "test_case_1" in problem
 
 
