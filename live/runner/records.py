@@ -72,14 +72,17 @@ def step_row(*, run_id: str, task_id: str, step: int, policy: str, seed: int, ch
         "ref_ms": ref_ms,
         "speedup_vs_ref": speedup,
         "reward": float(reward),
-        "llm_model": proposal.model,
-        "prompt_tokens": proposal.prompt_tokens,
-        "completion_tokens": proposal.completion_tokens,
-        "llm_latency_s": proposal.latency_s,
-        "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None,
+        **_llm_fields(proposal),
         "eval_latency_s": eval_latency_s,
         "profile_latency_s": profile_latency_s,
     }
+
+
+def _llm_fields(proposal: Proposal) -> dict[str, Any]:
+    """A step row's LLM columns: the model, its tokens, latency and cost."""
+    return {"llm_model": proposal.model, "prompt_tokens": proposal.prompt_tokens,
+            "completion_tokens": proposal.completion_tokens, "llm_latency_s": proposal.latency_s,
+            "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None}
 
 
 def k0_step_row(*, run_id: str, task_id: str, policy: str, seed: int, proposal: Proposal,
@@ -111,11 +114,7 @@ def k0_step_row(*, run_id: str, task_id: str, policy: str, seed: int, proposal: 
         "ref_ms": ref_ms,
         "speedup_vs_ref": ref_ms / child_ms if ok and child_ms and ref_ms else None,
         "reward": 0.0,
-        "llm_model": proposal.model,
-        "prompt_tokens": proposal.prompt_tokens,
-        "completion_tokens": proposal.completion_tokens,
-        "llm_latency_s": proposal.latency_s,
-        "cost_usd": _finite(proposal.cost_usd) if proposal.cost_usd is not None else None,
+        **_llm_fields(proposal),
         "eval_latency_s": eval_latency_s,
         "profile_latency_s": None,
     }

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from live.tasks.paths import launched
 
 #: prefix of every KernelBench task name
 NAME_PREFIX = "kernelbench/"
@@ -67,27 +68,18 @@ class Problem:
         return NAME_PREFIX + self.name
 
 
-def _launched(path: Path) -> Path:
-    """`path`, or, if relative and absent, the same from the launching shell's directory (a
-    worker runs in a temporary directory and inherits ``$PWD``)."""
-    if not path.is_absolute() and not path.exists():
-        launched_from = os.environ.get("PWD")
-        if launched_from and (Path(launched_from) / path).exists():
-            return Path(launched_from) / path
-    return path
-
 
 def split_selector(arg: str) -> tuple[str, str | None]:
     """``PATH@SELECTOR`` -> ``(PATH, SELECTOR)``; ``(arg, None)`` without one."""
     head, mark, selector = arg.rpartition(SELECTOR_MARK)
-    if not mark or not head or not selector.strip() or _launched(Path(arg).expanduser()).is_dir():
+    if not mark or not head or not selector.strip() or launched(Path(arg).expanduser()).is_dir():
         return arg, None
     return head, selector.strip()
 
 
 def folder(arg: str) -> Path:
     """The KernelBench folder a spec argument names (its selector aside)."""
-    root = _launched(Path(split_selector(arg)[0]).expanduser())
+    root = launched(Path(split_selector(arg)[0]).expanduser())
     if not root.is_dir():
         raise ValueError(f"kernelbench: {root} is not a folder (expected one holding "
                          f"{', '.join(LEVELS)})")
@@ -182,7 +174,7 @@ def select(arg: str) -> list[Problem]:
         if not part:
             continue
         if part.endswith(".json"):
-            file = next((c for c in (root / part, _launched(Path(part).expanduser()))
+            file = next((c for c in (root / part, launched(Path(part).expanduser()))
                          if c.is_file()), None)
             if file is None:
                 raise ValueError(f"kernelbench: selector file {part!r} not found in {root} or "
@@ -206,7 +198,7 @@ def canonical(arg: str) -> str:
     parts = []
     for part in (p.strip() for p in selector.split(",")):
         if part.endswith(".json"):
-            file = next((c for c in (Path(root) / part, _launched(Path(part).expanduser()))
+            file = next((c for c in (Path(root) / part, launched(Path(part).expanduser()))
                          if c.is_file()), None)
             part = str(file.resolve()) if file is not None else part
         if part:

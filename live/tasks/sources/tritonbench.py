@@ -9,31 +9,22 @@ list of operator names (``tritonbench:PATH@add,softmax``).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from live.tasks.paths import launched
 from live.tasks.skips import Loaded
 
 #: separates a checkout from the operators to take from it
 SUBSET_MARK = "@"
 
 
-def _launched(path: Path) -> Path:
-    """`path`, or, if relative and absent, the same from the launching shell's directory (a
-    worker runs in a temp dir, and inherits ``$PWD``)."""
-    if not path.is_absolute() and not path.exists():
-        launched_from = os.environ.get("PWD")
-        if launched_from and (Path(launched_from) / path).exists():
-            return Path(launched_from) / path
-    return path
-
 
 def split_subset(arg: str) -> tuple[str, str | None]:
     """``PATH@SUBSET`` -> ``(PATH, SUBSET)``; ``(arg, None)`` without a subset (a folder whose
     own name has an ``@`` is taken whole)."""
     head, mark, subset = arg.rpartition(SUBSET_MARK)
-    if not mark or not head or not subset.strip() or _launched(Path(arg).expanduser()).is_dir():
+    if not mark or not head or not subset.strip() or launched(Path(arg).expanduser()).is_dir():
         return arg, None
     return head, subset.strip()
 
@@ -41,11 +32,11 @@ def split_subset(arg: str) -> tuple[str, str | None]:
 def folder(arg: str) -> Path:
     """The checkout named by `arg` (its subset aside); a relative path is tried from the
     launching shell's directory too."""
-    return _launched(Path(split_subset(arg)[0]).expanduser())
+    return launched(Path(split_subset(arg)[0]).expanduser())
 
 
 def _subset_file(checkout: Path, subset: str) -> Path | None:
-    for candidate in (checkout / subset, _launched(Path(subset).expanduser())):
+    for candidate in (checkout / subset, launched(Path(subset).expanduser())):
         if candidate.is_file():
             return candidate
     return None
