@@ -148,7 +148,7 @@ def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
     first = rand_int(rng, n)
     for d in range(D):
         cent[0, d] = zt[d, first]
-    sqdist_to_centre(zt, n, cent, 0, d2)
+    sqdist_to_centre(zt, n, cent, np.int64(0), d2)  # run-time 0: see kmeanspp_seed_dist
     for j in range(1, k):
         total = 0.0
         for i in range(n):
@@ -188,7 +188,8 @@ def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, rng) -> None:
     first = rand_int(rng, n)
     for d in range(D):
         cent[0, d] = zt[d, first]
-    sqdist_to_centre(zt, n, cent, 0, dist[0])
+    # a run-time 0 (np.int64), not a literal one: the call shares the loop's compiled variant
+    sqdist_to_centre(zt, n, cent, np.int64(0), dist[0])
     if k < 2:
         return
     cum = dist[k - 1]

@@ -206,7 +206,8 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
                 for d in range(D):
                     v = pool.phi[i, d]
                     zrow[0, d] = (v - state.zmean[d]) / state.zstd[d] if v == v else 0.0
-                c = nearest_row(zrow, 0, state.centroids, K)
+                # a run-time row 0 (np.int64): no variant compiled for a literal index
+                c = nearest_row(zrow, np.int64(0), state.centroids, K)
             _add_member(state, i, c)
         state.n_seen[0] = n
         if state.na_n[0] > 0:  # a new member may reopen an arm closed as not applicable
