@@ -5,9 +5,17 @@ share a session fixture costing seconds (one uncached load of the TritonBench-G 
 ``tests/live/conftest.py``) run on the same worker, so it is built once too; the modules that
 start a local Ray instance run on one worker, so two instances never share the machine. Without
 xdist the marks do nothing.
+
+Before the workers start, the controller fills numba's cache (`kbsim.replay.warm`: each engine
+worker and step-by-step entry point compiled once, in as many processes as there are xdist
+workers), so a worker loads what it needs instead of each compiling it the first time it meets
+it. `KB_TEST_WARM=0` skips it.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 import pytest
 
@@ -39,3 +47,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers this session starts (0: none, or this is a worker)."""
+    if hasattr(config, "workerinput"):
+        return 0
+    workers = getattr(config.option, "numprocesses", None) or 0
+    limit = getattr(config.option, "maxprocesses", None)
+    return min(int(workers), int(limit)) if limit else int(workers)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # tryfirst: before xdist starts its workers (its own hook runs last)
+    workers = _xdist_workers(session.config)
+    if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
+        from kbsim.replay.warm import warm_cache
+
+        warm_cache(processes=workers,
+                   say=lambda line: print(line, file=sys.stderr, flush=True))

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.envs.data import FITTED, I_KNN, Env, make_env
 from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.envs.reveal import apply_reveal
@@ -117,7 +118,7 @@ def fitted_arm_means_arrays(
         out[s] = total / max(count, 1)
 
 
-@njit(cache=True)
+@inner_njit
 def rescale_features(phi: np.ndarray, rt6: np.ndarray, child_ms: float) -> None:
     phi[0] = math.log1p(child_ms)
     rt6[0] = math.log(child_ms)

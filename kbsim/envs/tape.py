@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.envs.data import I_ON_EXHAUST, NEAREST, ON_EXHAUST, STOP, TAPE, Env, make_env
 from kbsim.envs.recorded import apply_na_rule, compile_recorded
 from kbsim.envs.reveal import apply_reveal
@@ -95,7 +96,7 @@ def tape_arm_mean(env, key: int, s: int) -> float:
     return mean
 
 
-@njit(cache=True)
+@inner_njit
 def stand_in_mean(tape_mean, tape_start, o_success, o_child_ms, o_parent_ms, nn, s, ms,
                   floor_ms) -> float:
     """Exact mean reward of a draw from tape (nn, s) applied as a runtime ratio to a parent
@@ -134,7 +135,7 @@ def tape_arm_means_arrays(tape_mean, tape_nn, tape_start, o_success, o_child_ms,
         out[s] = mean
 
 
-@njit(cache=True)
+@inner_njit
 def tape_pick_arrays(tape_start, tape_nn, k_first, mode, key, s, cursor, rng):
     """(outcome row or -1, own tape?, fresh?, truncate?) for kernel row `key` and strategy s;
     k_first is the task's first kernel row, mode the on-exhaust rule."""

@@ -7,12 +7,13 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.policies._na import is_na, n_applicable, nth_applicable
 from kbsim.policies.spec import F_C, KIND_BON, KIND_GREEDY, KIND_UCB_FLAT
 from kbsim.rng import rand_int
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def fastest(pool) -> int:
     """Pool index of the fastest member (ties: lowest index)."""
     best = 0
@@ -58,7 +59,7 @@ def select_flat(kind, fparams, state, pool, rng):
     return -1, rand_int(rng, S), parent, 1.0 / (n * S)
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def select_flat_na(kind, fparams, state, pool, rng):
     """`select_flat` when some (member, strategy) pairs are known not applicable: the same
     rules over the applicable pairs only (bon: k0's applicable strategies; greedy: the fastest

@@ -11,10 +11,11 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.rng import rand_int, rand_uniform
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def sqdist_rows(a, i, b, j) -> float:
     """Squared Euclidean distance between row i of `a` and row j of `b` (sequential sum)."""
     d2 = 0.0
@@ -24,7 +25,7 @@ def sqdist_rows(a, i, b, j) -> float:
     return d2
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def nearest_row(x, i, cent, k) -> int:
     """Index of the row of cent[:k] nearest to x[i] (ties: lowest index)."""
     best = 0
@@ -37,7 +38,7 @@ def nearest_row(x, i, cent, k) -> int:
     return best
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def zscore_t(data, n, mean, std, zt) -> None:
     """z-score rows [0, n) of `data` (points x dims) into `zt` (dims x points, so that loops
     over points vectorise); NaN entries are ignored in the moments and map to 0; a constant
@@ -75,7 +76,7 @@ def _zscore_column(data, n, d, total, count, ss, mean, std, zt) -> None:
         zt[d, i] = (v - m) / s if v == v else 0.0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _zscore5(data, n, mean, std, zt) -> None:
     """`zscore_t` for 5 dims: the five sequential sums run side by side in registers (each
     still in index order; a skipped NaN adds +0.0, which leaves a sum that starts at +0.0
@@ -114,7 +115,7 @@ def _zscore5(data, n, mean, std, zt) -> None:
     _zscore_column(data, n, 4, t4, n4, s4, mean, std, zt)
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def sqdist_to_centre(zt, n, cent, j, out) -> None:
     """out[i] = sum_d (zt[d, i] - cent[j, d])^2 for i < n; each sum runs over d in order (the
     loop over points is the vectorised one, so every distance is still a sequential sum)."""
@@ -138,7 +139,7 @@ def sqdist_to_centre(zt, n, cent, j, out) -> None:
             out[i] += diff * diff
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
     """k-means++ (Arthur and Vassilvitskii 2007) on the points (columns) of `zt`: first centre
     uniform, each next one drawn with probability proportional to D(x)^2 (uniform when every
@@ -147,7 +148,7 @@ def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
     first = rand_int(rng, n)
     for d in range(D):
         cent[0, d] = zt[d, first]
-    sqdist_to_centre(zt, n, cent, 0, d2)
+    sqdist_to_centre(zt, n, cent, np.int64(0), d2)  # run-time 0: see kmeanspp_seed_dist
     for j in range(1, k):
         total = 0.0
         for i in range(n):
@@ -176,7 +177,7 @@ def kmeanspp_seed_t(zt, n, k, cent, d2, tmp, rng) -> None:
                 d2[i] = tmp[i]
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, rng) -> None:
     """`kmeanspp_seed_t` (same draws, same centres) that also leaves each centre's squared
     distances in dist[j, :n], ready for Lloyd's first assignment. D(x)^2 is drawn from by a
@@ -187,7 +188,8 @@ def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, rng) -> None:
     first = rand_int(rng, n)
     for d in range(D):
         cent[0, d] = zt[d, first]
-    sqdist_to_centre(zt, n, cent, 0, dist[0])
+    # a run-time 0 (np.int64), not a literal one: the call shares the loop's compiled variant
+    sqdist_to_centre(zt, n, cent, np.int64(0), dist[0])
     if k < 2:
         return
     cum = dist[k - 1]
@@ -238,7 +240,7 @@ def kmeanspp_seed_dist(zt, n, k, cent, dist, d2, rng) -> None:
                 cum[i] = total
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _argmin_centres(n, k, dist, best_d, new_lab, labels) -> bool:
     """labels[i] = argmin_j dist[j, i] (ties: lowest j); True if any label changed. Written as
     passes over the points (selects, no branches) so that they vectorise."""
@@ -259,7 +261,7 @@ def _argmin_centres(n, k, dist, best_d, new_lab, labels) -> bool:
     return changed != 0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _move_centres(zt, n, k, cent, labels, moved, counts, acc) -> None:
     """Each centre to the mean of its members (summed in index order; empty clusters keep
     theirs); moved[c] = 1 where the centre changed."""
@@ -287,7 +289,7 @@ def _move_centres(zt, n, k, cent, labels, moved, counts, acc) -> None:
                 cent[c, d] = v
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _sum_three_clusters5(zt, n, k, g, labels, counts, acc) -> None:
     """Member counts and coordinate sums (5 dims) of clusters g, g + 1, g + 2 (those < k) in
     one pass over the points: fifteen running sums in registers, each in index order; a point
@@ -332,7 +334,7 @@ def _sum_three_clusters5(zt, n, k, g, labels, counts, acc) -> None:
         acc[g + 2, 3], acc[g + 2, 4] = a23, a24
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def lloyd_dist(zt, n, k, cent, labels, dist, best_d, new_lab, moved, counts, acc, iters) -> bool:
     """`lloyd_t` from centres whose distances are already in dist[:k, :n] (e.g.
     `kmeanspp_seed_dist`): only centres that moved get their distances recomputed (an unmoved
@@ -353,7 +355,7 @@ def lloyd_dist(zt, n, k, cent, labels, dist, best_d, new_lab, moved, counts, acc
     return False
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def assign_nearest_t(zt, n, k, cent, dist, labels) -> bool:
     """labels[i] = nearest centre of point i (ties: lowest centre); True if any label changed.
     `dist` is (>= k, >= n) scratch."""
@@ -373,7 +375,7 @@ def assign_nearest_t(zt, n, k, cent, dist, labels) -> bool:
     return changed
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def lloyd_t(zt, n, k, cent, labels, dist, acc, counts, iters) -> None:
     """Lloyd iterations from the centres in `cent`: assign (ties: lowest centre), stop when no
     label changes, else move each centre to its members' mean (empty clusters keep theirs)."""
@@ -396,7 +398,7 @@ def lloyd_t(zt, n, k, cent, labels, dist, acc, counts, iters) -> None:
                     cent[c, d] = acc[c, d] / counts[c]
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def match_labels(new_cent, old_cent, k, perm, used_new, used_old) -> None:
     """Greedy matching of new centres to old ones (closest pair first, ties: lowest new then
     old index): perm[new] = old label, so arm statistics keep following similar clusters."""

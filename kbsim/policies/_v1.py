@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.policies._kmeans import assign_nearest_t, kmeanspp_seed_t
 from kbsim.policies._na import is_na
 from kbsim.policies.spec import F_ALPHA, F_LR, I_K, I_SGD, I_WARM, I_WARMUP
@@ -20,7 +21,7 @@ PROFILE_OF_HW = np.array([2, 1, 0], dtype=np.int64)
 WARM_SLOPE = 6.0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def sigmoid(z) -> float:
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -52,7 +53,7 @@ def psi(w, s, x) -> float:
     return sigmoid(z)
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def sgd_step(w, s, x, y, lr) -> None:
     """One logistic-loss SGD step on (x, y) for strategy s: w_s -= lr (psi - y) x."""
     g = psi(w, s, x) - y
@@ -60,7 +61,7 @@ def sgd_step(w, s, x, y, lr) -> None:
         w[s, j] -= lr * g * x[j]
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def warm_start_v1(fparams, iparams, state, rng) -> None:
     """SGD over `warm` synthetic (strategy, profile, success) triples drawn from the rng."""
     S = state.target.shape[0]
@@ -78,14 +79,14 @@ def warm_start_v1(fparams, iparams, state, rng) -> None:
     state.warmed[0] = 1
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _v1_add(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
     state.size[c] += 1
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _scaled_d2(state, i, c, count) -> float:
     d2 = 0.0
     for d in range(state.xrt.shape[1]):
@@ -96,7 +97,7 @@ def _scaled_d2(state, i, c, count) -> float:
     return d2
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def prepare_v1(fparams, iparams, state, pool, rng) -> None:
     """Ingest new members: NaN runtime entries -> running mean; Welford running moments; once
     seeded, nearest centre (z-scaled by the running std) and an online centre update; the pool
@@ -135,7 +136,7 @@ def prepare_v1(fparams, iparams, state, pool, rng) -> None:
         _seed_v1(iparams, state, n, rng)
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _seed_v1(iparams, state, n, rng) -> None:
     K = iparams[I_K]
     D = state.xrt.shape[1]
@@ -169,7 +170,7 @@ def _seed_v1(iparams, state, n, rng) -> None:
     state.clustered[0] = 1
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def select_v1(fparams, iparams, state, pool, rng):
     """Warm start once; ingest; warm-up (round robin over strategies on the fastest kernel for
     warmup*|S| pulls); then argmax over (kernel, strategy) of
@@ -213,7 +214,7 @@ def select_v1(fparams, iparams, state, pool, rng):
     return state.assign[bk], bs, bk, 1.0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _warmup_na(state, pool, S, t):
     """Warm-up with not-applicable pairs known: the fastest member with an applicable
     strategy, and the first applicable strategy from t mod S on, cyclically."""
@@ -231,7 +232,7 @@ def _warmup_na(state, pool, S, t):
     return -1, -1, -1, np.nan
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def v1_reward(parent_ms, child_ms, success) -> float:
     """r = 1 - T(child) / T(parent); failures (or unusable times) give -1."""
     if not success or not parent_ms > 0.0 or not child_ms == child_ms:
@@ -239,7 +240,7 @@ def v1_reward(parent_ms, child_ms, success) -> float:
     return 1.0 - child_ms / parent_ms
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
               reward) -> None:
     """Cluster-strategy mean update; if the parent has a profile, push (profile, strategy,

@@ -9,6 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.policies._branchless import select_unpredictable
 from kbsim.policies._kmeans import (
     kmeanspp_seed_dist,
@@ -40,7 +41,7 @@ from kbsim.policies.spec import (
 from kbsim.rng import rand_beta, rand_int, rand_uniform
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _add_member(state, idx, c) -> None:
     state.assign[idx] = c
     state.members[c, state.size[c]] = idx
@@ -50,7 +51,7 @@ def _add_member(state, idx, c) -> None:
         state.mask_dirty[0] = 1
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def recluster_v2(iparams, state, pool, rng) -> None:
     """k-means++ then Lloyd on z-scored phi of the whole pool; relabel to follow old clusters;
     representatives = member nearest its centre."""
@@ -109,7 +110,7 @@ def recluster_v2(iparams, state, pool, rng) -> None:
     state.pc_n[:, :] = 0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def compute_mask_v2(fparams, iparams, state, pool) -> None:
     """M[i,s] = 0 where rep(i)'s h[target(s)] >= theta_sat (NaN: open); a non-empty cluster with
     every arm closed reopens the strategies whose target is least saturated; empty: closed."""
@@ -159,7 +160,7 @@ def compute_mask_v2(fparams, iparams, state, pool) -> None:
     state.mask_dirty[0] = 2 if pending == 1 else 0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _dead_arms(state, c, S) -> int:
     """Bitmask of the strategies known not applicable to every member of cluster c."""
     dead = (1 << S) - 1
@@ -186,7 +187,7 @@ def prepare_due_v2(iparams, state, pool) -> bool:
     return n >= 2 * K and due
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def prepare_v2(fparams, iparams, state, pool, rng) -> None:
     """Re-cluster when due (pool >= 2K and tau steps since the last one), else assign members
     added since the last call to their nearest centre (cluster 0 before the first clustering);
@@ -205,7 +206,8 @@ def prepare_v2(fparams, iparams, state, pool, rng) -> None:
                 for d in range(D):
                     v = pool.phi[i, d]
                     zrow[0, d] = (v - state.zmean[d]) / state.zstd[d] if v == v else 0.0
-                c = nearest_row(zrow, 0, state.centroids, K)
+                # a run-time row 0 (np.int64): no variant compiled for a literal index
+                c = nearest_row(zrow, np.int64(0), state.centroids, K)
             _add_member(state, i, c)
         state.n_seen[0] = n
         if state.na_n[0] > 0:  # a new member may reopen an arm closed as not applicable
@@ -242,7 +244,7 @@ def _ucb_arm(fparams, state):
     return bc, bs, 1.0
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _eps_arm(fparams, state, rng):
     K, S = state.mu.shape
     eps = fparams[F_EPS]
@@ -276,7 +278,7 @@ def _eps_arm(fparams, state, rng):
     return bc, bs, p
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _thompson_arm(state, rng):
     K, S = state.mu.shape
     best = -np.inf
@@ -306,7 +308,7 @@ def _member_weight(state, k, dim, score, top) -> float:
     return w
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _refresh_parent_cache(fparams, state, pool, c, dim) -> None:
     m = state.size[c]
     theta = fparams[F_THETA + dim]
@@ -340,7 +342,7 @@ def _refresh_parent_cache(fparams, state, pool, c, dim) -> None:
     state.pc_n[c, dim] = m
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def update_parent_cache_v2(fparams, state, pool, c, dim) -> None:
     """Bring the softmax weights of cluster c for hardware dim `dim` up to date: append members
     that joined since (same max score: identical to recomputing), else recompute them all."""
@@ -423,7 +425,7 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
     return c, s, parent, p_arm * p_parent
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _some_member_na(state, c, s) -> bool:
     for j in range(state.size[c]):
         if is_na(state, state.members[c, j], s):
@@ -431,7 +433,7 @@ def _some_member_na(state, c, s) -> bool:
     return False
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _parent_score(fparams, pool, rule, dim, k) -> float:
     """Member k's softmax score under `rule` (NaN: no signature, for headroom)."""
     if rule == PARENT_SPEED:  # log speedup over k0; a runtime that is no positive number: 0
@@ -443,7 +445,7 @@ def _parent_score(fparams, pool, rule, dim, k) -> float:
     return (fparams[F_THETA + dim] - h) / fparams[F_TEMPERATURE] if h == h else np.nan
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng):
     """The parent rule of the spec (`iparams[I_PARENT]`) over the candidates of cluster c: its
     members to which s is not known not applicable, and of those only the `frontier` fastest
@@ -539,7 +541,7 @@ def update_v2(kind, state, cluster, strategy, reward) -> None:
         state.beta_b[cluster, strategy] += 1.0 - reward
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def representatives_into_v2(state, pool, out) -> int:
     """Representatives of non-empty clusters that have no hardware signature yet (all three
     dims NaN), written into out[:count]; returns count."""
@@ -558,7 +560,7 @@ def representatives_into_v2(state, pool, out) -> int:
     return n
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def show_signature_v2(state, pool, idx, hw) -> bool:
     """Write hw as pool member idx's hardware signature; returns whether it changed. A member
     that already showed a signature and is shown another (its roofline signature replaced by

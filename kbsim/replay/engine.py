@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from kbsim._jit import inner_njit
 from kbsim.envs.data import (
     ENV_KINDS,
     FITTED,
@@ -129,7 +130,7 @@ def new_outputs(n_episodes: int, steps: int, per_step: bool = True) -> tuple[Ste
     return step_out, episode_out
 
 
-@njit(cache=True, _nrt=False)
+@inner_njit(_nrt=False)
 def _reps_pending(rep, size, hw) -> bool:
     """Whether some non-empty cluster's representative lacks a hardware dimension.
 

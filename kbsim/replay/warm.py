@@ -1,0 +1,107 @@
+"""Filling numba's on-disk cache ahead of use, in several processes at once.
+
+A process that meets a function missing from numba's cache compiles it, and so does every other
+process that meets it before the first has saved it: on a cold cache the pytest-xdist workers of
+`make test` each compiled the engine workers they first needed (~250 CPU-seconds in all, much of
+it twice). `warm_cache` compiles each compiled function once, before they start: every engine
+worker (policy family x environment kind) and the step-by-step entry points (`Episode`'s
+`select` / `update` / ..., the environments' `env_step` / `env_on_add`), grouped so that one
+process compiles a family's shared functions once, the groups spread over `processes` fresh
+processes. `tests/conftest.py` runs it in the xdist controller before the workers start.
+
+    python -m kbsim.replay.warm [--processes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+#: one policy per family: the compiled worker depends on the family only
+FAMILY_POLICY = {"v2": "kernelband-v2", "v1": "kernelband-v1", "flat": "greedy"}
+#: the environment sets a sweep runs a worker for (tape and fitted together share one worker)
+ENV_SETS: tuple[tuple[str, ...], ...] = (("tape",), ("fitted",), ("synthetic",),
+                                         ("tape", "fitted"))
+#: what one process compiles in turn, the costliest group first: a family's workers (its
+#: functions compiled once, then loaded), and the step-by-step entry points
+GROUPS: tuple[str, ...] = ("v2", "v1", "step", "flat")
+
+
+def _envs(names: Sequence[str]) -> list:
+    from kbsim.envs.registry import build_env
+    from kbsim.trace.synthetic_trace import synthetic_tables
+
+    tables = synthetic_tables(n_steps=120, n_tasks=2, seed=0)
+    return [build_env(name, "default,tasks=2" if name == "synthetic" else tables)
+            for name in names]
+
+
+def _warm_family(family: str, env_sets: Sequence[Sequence[str]]) -> int:
+    """Compile (or load) the family's engine worker for each environment set, with what a sweep
+    compiles beside it (its RNG seeding): a one-seed, two-step sweep each; returns how many
+    sweeps ran."""
+    from kbsim.replay.sweep import run_sweep
+
+    for names in env_sets:
+        run_sweep([FAMILY_POLICY[family]], _envs(names), 1, 2, progress=False)
+    return len(env_sets)
+
+
+def _warm_steps() -> int:
+    """Compile the step-by-step entry points as `Episode` calls them: a short recorded run on a
+    synthetic environment (every family's policy code is in each entry point), then
+    `mark_na`, which such a run may not reach."""
+    import numba
+
+    from kbsim.policies.kernels import mark_na
+    from kbsim.policies.spec import parse_policy
+    from kbsim.policies.state import new_state
+    from kbsim.replay.record import record_trace
+
+    with tempfile.TemporaryDirectory() as folder:
+        record_trace(f"{folder}/trace", _envs(["synthetic"])[0], "kernelband-v2", seed=0,
+                     steps=3)
+    state = new_state(parse_policy("kernelband-v2"), 4)
+    mark_na.compile((numba.typeof(state), numba.int64, numba.int64))
+    return 1
+
+
+def _warm_group(group: str, env_sets: Sequence[Sequence[str]]) -> tuple[str, float]:
+    start = time.perf_counter()
+    if group == "step":
+        _warm_steps()
+    else:
+        _warm_family(group, env_sets)
+    return group, time.perf_counter() - start
+
+
+def warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
+               env_sets: Sequence[Sequence[str]] = ENV_SETS,
+               say: Callable[[str], None] | None = None) -> dict[str, float]:
+    """Compile (or find cached) the `groups` (a family's workers for each of `env_sets`, or
+    ``step``) in `processes` fresh processes (spawned: each imports kbsim afresh and uses the
+    numba cache folder of this kbsim version); returns each group's seconds. With `say`, one
+    line when done."""
+    start = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context) as pool:
+        seconds = dict(pool.map(_warm_group, groups, [env_sets] * len(groups)))
+    if say is not None:
+        say(f"numba cache filled: {', '.join(groups)} in {time.perf_counter() - start:.0f} s "
+            f"({processes} processes)")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, default=2)
+    args = parser.parse_args()
+    warm_cache(args.processes, say=print)
+
+
+if __name__ == "__main__":
+    main()
