@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# KernelBench on one GPU (issue 38's acceptance), in pieces of at most MAX_SECONDS seconds:
+# KernelBench on one GPU: loading, k0 coverage and eager timings, one phase per run:
 #   PHASE=check: a cold-cache load of every problem (gold vs gold in parallel sandboxed workers,
 #     `kernelband tasks check --json`), then a cached one; their wall times go to run.txt.
 #   PHASE=k0: `kernelband tasks k0` on the problems SELECT picks (default level1; level2,
@@ -17,24 +17,18 @@
 #   PHASE=timing SELECT=level1:1-50 bash benchmarks/gpu/kernelbench_acceptance.sh DATA_DIR OUT_DIR
 #
 # Other settings (environment): STATE_DIR (caches, default .gpu-run/ of the checkout),
-# CHECK_WALL (330 s for the cold load), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
-# name for run.txt).
+# CHECK_WALL (330 s for the cold load), PHASE_WALL (seconds after which the k0 and timing phases
+# are stopped; none by default: a stopped k0 phase, run again with the same OUT_DIR, goes on
+# where it stopped), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's name for run.txt).
 set -uo pipefail
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 data=$1; out_dir=$2; mkdir -p "$out_dir"
-max_seconds=${MAX_SECONDS:-560}
+phase_wall=${PHASE_WALL:-0}  # 0: no limit (timeout 0 never stops)
 phase=${PHASE:-check}
 state=${STATE_DIR:-$PWD/.gpu-run}
-mkdir -p "$state"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache \
-  TRITON_CACHE_DIR=$state/triton-cache
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-  echo "commit ${KB_COMMIT:-$(git log --oneline -1 2>/dev/null)}"
-} >> "$out_dir/run.txt" 2>&1
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+. "$(dirname "$0")/gpu_run_env.sh"
 if [ "$phase" = check ]; then
   rm -rf "$state/kb-cache" "$state/triton-cache"
   t=$(date +%s%N)
@@ -59,7 +53,7 @@ PY
 elif [ "$phase" = k0 ]; then
   select=${SELECT:-level1}
   name=$(echo "$select" | tr ':/' '--')
-  timeout "$max_seconds" python3 -m kernelband.cli tasks k0 --tasks "kernelbench:$data@$select" \
+  timeout "$phase_wall" python3 -m kernelband.cli tasks k0 --tasks "kernelbench:$data@$select" \
     --device cuda --timeout "${K0_TIMEOUT:-300}" --out "$out_dir/k0-$name" \
     > "$out_dir/k0-$name.txt" 2> "$out_dir/k0-$name.err"
   echo "k0 $select: rc $?" >> "$out_dir/run.txt"
@@ -68,7 +62,7 @@ elif [ "$phase" = timing ]; then
   select=${SELECT:-level1}
   name=$(echo "$select" | tr ':/' '--')
   extra=(); [ "${COMPILE:-0}" = 1 ] && extra=(--compile-timing)
-  timeout "$max_seconds" python3 -m kernelband.cli tasks check \
+  timeout "$phase_wall" python3 -m kernelband.cli tasks check \
     --tasks "kernelbench:$data@$select" --device cuda --timeout "${K0_TIMEOUT:-300}" \
     --out "$out_dir/ref-$name.json" "${extra[@]}" > "$out_dir/ref-$name.txt" \
     2> "$out_dir/ref-$name.err"

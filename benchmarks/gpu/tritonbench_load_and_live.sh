@@ -28,15 +28,7 @@ max_seconds=${MAX_SECONDS:-560}
 phase=${PHASE:-load}
 start=$(date +%s)
 state=${STATE_DIR:-$PWD/.gpu-run}
-mkdir -p "$state"
-# Triton's compile cache lives beside kernelband's, so that a cold load is cold for both
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERNELBAND_CACHE_DIR=$state/kb-cache \
-  TRITON_CACHE_DIR=$state/triton-cache
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-  echo "commit ${KB_COMMIT:-$(git log --oneline -1 2>/dev/null)}"
-} >> "$out_dir/run.txt" 2>&1
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+. "$(dirname "$0")/gpu_run_env.sh"
 # the host's available memory every 2 s (epoch seconds, MiB): what D84's admission works with
 ( while :; do echo "$(date +%s) $(awk '/MemAvailable/ {print int($2/1024)}' /proc/meminfo)"
   sleep 2; done ) > "$out_dir/host_available_mib.txt" 2>/dev/null &
