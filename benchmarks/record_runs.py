@@ -425,21 +425,25 @@ def main(argv: list[str] | None = None) -> int:
         shown = {k: v for k, v in entry.items() if k != "command"}
         print(f"GPU {job.gpu}: {job.name} rc={rc} {json.dumps(shown)}", flush=True)
 
+    look = True  # a queued job can become ready only when a job ends (its run may be complete)
     while queue or any(lanes.values()):
         for gpu, job in lanes.items():
             if job is not None and job.process is not None and job.process.poll() is not None:
                 finish(job)
                 done.append(job)
                 lanes[gpu] = job = None
-            if job is None and queue:
-                left = args.max_wall - (time.perf_counter() - t0)
-                ready = [n for n in queue if not waiting_on(plan, n, args.work, args.runs_dir)
-                         and not any(j and j.run == n.rpartition(":")[2]
-                                     for j in lanes.values())]
-                if ready and (first_round or left >= args.min_left):
-                    queue.remove(ready[0])
-                    lanes[gpu] = start(ready[0], gpu)
-        first_round = False
+                look = True
+        free = [gpu for gpu, job in lanes.items() if job is None]
+        left = args.max_wall - (time.perf_counter() - t0)
+        if look and queue and free and (first_round or left >= args.min_left):
+            running = {j.run for j in lanes.values() if j is not None}
+            for name in [n for n in queue if not waiting_on(plan, n, args.work, args.runs_dir)]:
+                if free and name.rpartition(":")[2] not in running:  # one job per run at once
+                    queue.remove(name)
+                    gpu = free.pop(0)
+                    lanes[gpu] = start(name, gpu)
+                    running.add(name.rpartition(":")[2])
+        look = first_round = False
         if not any(lanes.values()):
             break  # what is left waits for a run not complete, or for more time
         time.sleep(1.0)
