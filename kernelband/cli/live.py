@@ -158,6 +158,10 @@ def _print_summary(result: Any) -> None:
     from analysis.metrics import trace_metrics
     from kbsim.trace.reader import TraceError, load_trace
 
+    if not result.tasks:
+        click.echo(f"run {result.run_id}: this share holds none of the run's tasks; "
+                   f"nothing written to {result.out}")
+        return
     click.echo(f"\nrun {result.run_id} -> {result.out}")
     click.echo(f"{'task':<24} {'steps':>5} {'ref ms':>10} {'k0 ms':>10} {'best ms':>10} "
                f"{'vs ref':>7}  statuses")

@@ -182,6 +182,13 @@ class LiveRunner:
 
     def run(self) -> RunResult:
         out = Path(self.config.out)
+        if not self.tasks:  # an empty share (--shard K/N past the tasks): nothing is written
+            if self.parts.owns_evaluator:
+                self.evaluator.close()
+            self.progress.close()
+            log.warning("share %s of the run's %d task(s) holds none: nothing to run",
+                        self.config.shard, len(self.run_task_names))
+            return RunResult(out=out, run_id=self.run_id, tasks=[])
         recorded: RecordedRun | None = None
         if self.resume and (out / "manifest.json").exists():
             recorded = load_recorded(out, self.run_id)

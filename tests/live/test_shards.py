@@ -62,6 +62,14 @@ def test_a_shard_is_not_part_of_the_run_s_config() -> None:
     assert "shard" not in RunConfig(out="x", shard="1/2").public_dict()
 
 
+def test_an_empty_share_runs_nothing_and_writes_nothing(tmp_path: Path) -> None:
+    config = RunConfig(out=str(tmp_path / "t"), tasks="add", steps=1, device="cpu",
+                       profile="off", shard="1/2")
+    result = LiveRunner(config, make_proposer("mutate"), show_progress=False,
+                        evaluator=object()).run()  # never asked to evaluate
+    assert result.tasks == [] and not (tmp_path / "t").exists()
+
+
 def test_side_lines_keep_the_shared_start_once_then_each_copy_s_own() -> None:
     start = "a\nb\n"
     merged = merge_side_lines([start + "c\nd\n", start + "e\n", start + "c\nf"])
