@@ -35,7 +35,7 @@ with what remains as its own limit, so a GPU whose run completes goes on with th
   one run never run at once otherwise.
 
 OUT receives ``NAME.tar.gz`` per run that ran, ``logs.tar.gz`` (each job's log, and each live
-job's ``evaluations.jsonl`` and ``gpu-lock.jsonl``) and ``summary.json``: per job its GPU, exit
+run's ``evaluations.jsonl`` and ``gpu-lock.jsonl``) and ``summary.json``: per job its GPU, exit
 status, wall time, the piece's line for ``benchmarks/runs/NAME.commands`` (its ``kernelband``
 command, start, tree from ``KB_TREE`` or git, GPU, and the steps after it) and, for live jobs,
 the evaluations of this piece, evaluations per second, the evaluated attempts toward the target
