@@ -23,19 +23,30 @@ with what remains as its own limit, so a GPU whose run completes goes on with th
   (``kernelband traces profile --sessions N``; ``profile.sessions``, ``profile.batch``), started
   only once run NAME is complete;
 - ``sessions-check:NAME``: ``profile.sessions`` profiling sessions against 1, side by side on
-  copies of run NAME (``benchmarks/gpu/profile_sessions_check.py``).
+  copies of run NAME (``benchmarks/gpu/profile_sessions_check.py``);
+- ``NAME@K/N`` and ``profile:NAME@K/N``: share K of N of run NAME's tasks (the tasks sorted by
+  name, every N-th from the K-th: ``kernelband live --shard K/N``, ``kernelband traces profile
+  --shard K/N`` over the trace's tasks), each in its own copy ``WORK/NAME@KofN`` made from the
+  newest copy of NAME; a profile share waits for the run to be complete, as ``profile:NAME``
+  does. The shares of one run run side by side, one GPU each; once every share of NAME (of one
+  kind) in this call has ended, the copies are merged (``kernelband traces merge-shards``)
+  into ``WORK/NAME``, which they replace, and NAME is validated and packed once. A run's live
+  jobs of one call (and its profile jobs) are one job or distinct shares of one N; two jobs of
+  one run never run at once otherwise.
 
 OUT receives ``NAME.tar.gz`` per run that ran, ``logs.tar.gz`` (each job's log, and each live
-job's ``evaluations.jsonl`` and ``gpu-lock.jsonl``) and ``summary.json``: per job its GPU, exit
+run's ``evaluations.jsonl`` and ``gpu-lock.jsonl``) and ``summary.json``: per job its GPU, exit
 status, wall time, the piece's line for ``benchmarks/runs/NAME.commands`` (its ``kernelband``
 command, start, tree from ``KB_TREE`` or git, GPU, and the steps after it) and, for live jobs,
 the evaluations of this piece, evaluations per second, the evaluated attempts toward the target
 before and after, the GPU lock's closes (how long checks took to drain for timings), and the
 first evaluation of each task of a run started afresh (k0 timed against itself, an A/A check
-under load). Whatever limits the whole command should allow ``--stop-s`` + 90 seconds: a job is
-interrupted at ``--stop-s`` and has 30 more to end before it is killed, then the runs are
-validated and packed. A run is complete
-when every task that can run has ``steps`` evaluated attempts (``benchmarks/live_progress.py``).
+under load); a share's entry has its own copy's figures, and its piece line its ``--shard K/N``
+and the merged run's steps; ``merges`` says, per run merged from shares, its copies, validation,
+steps and, for live shares, the evaluated attempts after. Whatever limits the whole command
+should allow ``--stop-s`` + 90 seconds: a job is interrupted at ``--stop-s`` and has 30 more
+to end before it is killed, then the runs are validated and packed. A run is complete when
+every task that can run has ``steps`` evaluated attempts (``benchmarks/live_progress.py``).
 
 Runs on the GPU host; ``--dry-run`` (any machine) prints the jobs and their commands.
 """
@@ -61,6 +72,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from record_shards import check_shards, clashes, merge_copies, parse_job, shard_folder  # noqa: E402
+
 
 @dataclass
 class Job:
@@ -72,6 +85,10 @@ class Job:
     gpu: str
     command: list[str]
     log: Path
+    #: the run's folder this job works in: WORK/NAME, or its own copy WORK/NAME@KofN
+    folder: Path
+    #: ``K/N`` for a share of the run's tasks (``NAME@K/N``), None for the whole run
+    shard: str | None = None
     started: float = 0.0
     process: subprocess.Popen | None = None
     result: dict[str, Any] = field(default_factory=dict)
@@ -130,41 +147,48 @@ def default_jobs(plan: dict[str, Any], work: Path, runs_dir: Path) -> list[str]:
 
 
 def live_command(plan: dict[str, Any], run: dict[str, Any], out: Path, resume: bool,
-                 max_wall: float, stop_s: float) -> list[str]:
+                 max_wall: float, stop_s: float, extra: list[str] | None = None) -> list[str]:
     return ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}",
             sys.executable, "-m", "kernelband.cli", "live", "--out", str(out),
             *(["--resume"] if resume else []), "--max-wall", f"{max_wall:g}", "--quiet",
             "--tasks", plan["tasks"], "--policy", run["policy"], "--steps", str(run["steps"]),
             "--profile", run.get("profile", "off"), *plan.get("live_args", []),
-            *run.get("args", [])]
+            *run.get("args", []), *(extra or [])]
 
 
 def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: Path,
               logs: Path, max_wall: float, stop_s: float) -> Job:
-    """Job `name` on GPU `gpu`, its run copied into `work` from `runs_dir` where needed."""
-    kind, _, run_name = name.rpartition(":")
-    kind = kind or "live"
-    log = logs / f"{name.replace(':', '-')}.log"
+    """Job `name` on GPU `gpu`, its run copied into `work` from `runs_dir` where needed (a
+    share's job: into its own copy, from the newest copy of the run)."""
+    kind, run_name, shard = parse_job(name)
+    log = logs / f"{name.replace(':', '-').replace('/', 'of')}.log"
+    folder = work / run_name if shard is None else shard_folder(work, run_name, shard)
+    if shard is not None and kind not in ("live", "profile"):
+        raise SystemExit(f"{name}: only live and profile jobs take a shard")
+    if shard is not None and folder.exists():
+        shutil.rmtree(folder)  # left by an earlier call: the share starts from the run
+    shard_args = ["--shard", shard] if shard is not None else []
     if kind == "live":
         run = run_entry(plan, run_name)
         found = where(run_name, work, runs_dir, scratch=bool(run.get("scratch")))
-        if found is not None and found != work / run_name:
-            shutil.copytree(found, work / run_name, dirs_exist_ok=False)
-        command = live_command(plan, run, work / run_name, found is not None, max_wall, stop_s)
+        if found is not None and found != folder:
+            shutil.copytree(found, folder, dirs_exist_ok=False)
+        command = live_command(plan, run, folder, found is not None, max_wall, stop_s,
+                               shard_args)
     elif kind in ("profile", "sessions-check"):
         run_entry(plan, run_name)
         found = where(run_name, work, runs_dir)
         if found is None:
             raise SystemExit(f"{name}: run {run_name} has no trace yet")
-        if found != work / run_name:
-            shutil.copytree(found, work / run_name)
+        if found != folder:
+            shutil.copytree(found, folder)
         profile = plan.get("profile") or {}
         if kind == "profile":
             command = ["timeout", "-s", "INT", "-k", "30", f"{stop_s:g}", sys.executable,
-                       "-m", "kernelband.cli", "traces", "profile", str(work / run_name),
+                       "-m", "kernelband.cli", "traces", "profile", str(folder),
                        "--batch-size", str(profile.get("batch", 48)),
                        "--sessions", str(profile.get("sessions", 1)),
-                       "--max-wall", f"{max_wall:g}", "--quiet"]
+                       "--max-wall", f"{max_wall:g}", "--quiet", *shard_args]
         else:
             command = [sys.executable, str(ROOT / "benchmarks/gpu/profile_sessions_check.py"),
                        str(work / run_name), "--tasks", ",".join(profile["check_tasks"]),
@@ -173,12 +197,13 @@ def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: P
                        "--json", str(logs / "profile_sessions.json")]
     else:
         raise SystemExit(f"unknown job kind {kind!r} in {name!r}")
-    return Job(name=name, kind=kind, run=run_name, gpu=gpu, command=command, log=log)
+    return Job(name=name, kind=kind, run=run_name, gpu=gpu, command=command, log=log,
+               folder=folder, shard=shard)
 
 
 def waiting_on(plan: dict[str, Any], name: str, work: Path, runs_dir: Path) -> str | None:
     """Why job `name` cannot start yet (a profile of a run not complete), else None."""
-    kind, _, run_name = name.rpartition(":")
+    kind, run_name, _ = parse_job(name)
     if kind != "profile":
         return None
     run = run_entry(plan, run_name)
@@ -275,12 +300,13 @@ def tree() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def piece_line(job: Job, work: Path, started: str, gpu: str, steps: int | None) -> str:
+def piece_line(job: Job, started: str, gpu: str, steps: int | None) -> str:
     """The piece's line for NAME.commands: its kernelband command as a user types it (the run
-    folder as DIR), then '#' with its start, the tree, the GPU and the steps after it."""
+    folder, or a share's copy of it, as DIR), then '#' with its start, the tree, the GPU and
+    the steps after it."""
     command = job.command[job.command.index(sys.executable) + 1:]
     shown = ["kernelband" if part == "kernelband.cli" else
-             "DIR" if part == str(work / job.run) else part for part in command]
+             "DIR" if part == str(job.folder) else part for part in command]
     if shown[:1] == ["-m"]:
         shown = shown[1:]
     return (f"{shlex.join(shown)}   # {started}, {tree()}, {gpu}; "
@@ -312,7 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for what comes back")
     parser.add_argument("--gpus", default=None,
                         help="GPU indices to use, comma-separated [every GPU nvidia-smi shows]")
-    parser.add_argument("--jobs", default=None, help="comma-separated jobs (see above)")
+    parser.add_argument("--jobs", default=None,
+                        help="comma-separated jobs: NAME, NAME@K/N (share K of N of its "
+                             "tasks, merged once its shares end), profile:NAME[@K/N], "
+                             "sessions-check:NAME [the runs not complete, then the profile]")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "benchmarks/runs")
     parser.add_argument("--work", type=Path, default=Path("/tmp/kb-runs"))
     parser.add_argument("--max-wall", type=float, default=400.0,
@@ -333,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(exist_ok=True)
     names = (args.jobs.split(",") if args.jobs
              else default_jobs(plan, args.work, args.runs_dir))
+    check_shards(names)
     if not names or all(waiting_on(plan, n, args.work, args.runs_dir) for n in names):
         print("every run is complete and profiled: nothing to do" if not names else
               "nothing can start: " + "; ".join(
@@ -367,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.max_wall - elapsed, stop_s - elapsed)
         if job.kind == "live":
             run = run_entry(plan, job.run)
-            folder = args.work / job.run
+            folder = job.folder
             before[job.name] = {
                 "lines": _lines(folder / "evaluations.jsonl"),
                 "lock_lines": _lines(folder / "gpu-lock.jsonl"),
@@ -388,13 +418,58 @@ def main(argv: list[str] | None = None) -> int:
         print(f"GPU {job.gpu}: {job.name} started at {elapsed:.0f} s", flush=True)
         return job
 
+    def pack(run_name: str, folder: Path) -> list[str]:
+        """Validate the run in `folder` and pack it as OUT/NAME.tar.gz; the validation's say."""
+        check = subprocess.run([sys.executable, "-m", "kernelband.cli", "traces", "validate",
+                                str(folder)], capture_output=True, text=True, cwd=ROOT, env=env)
+        with tarfile.open(args.out / f"{run_name}.tar.gz", "w:gz") as tar:
+            tar.add(folder, arcname=run_name,
+                    filter=lambda info: None if ("/best" in info.name
+                                                 or info.name.endswith(".writer.lock"))
+                    else info)
+        return (check.stdout + check.stderr).strip().splitlines()[-1:]
+
+    # the shares of a run in this call, per (kind, run): merged once all of them have ended
+    shares: dict[tuple[str, str], set[str]] = {}
+    for name in names:
+        kind, run_name, shard = parse_job(name)
+        if shard is not None:
+            shares.setdefault((kind, run_name), set()).add(name)
+    ended: dict[tuple[str, str], list[Job]] = {}
+    summary["merges"] = {}
+
+    def merge(key: tuple[str, str]) -> None:
+        """The copies of a run's shares merged into WORK/NAME, validated and packed; each
+        share's piece line then counts the merged run's steps."""
+        kind, run_name = key
+        jobs = sorted(ended.pop(key), key=lambda j: int(str(j.shard).split("/")[0]))
+        target = args.work / run_name
+        record = merge_copies([j.folder for j in jobs], target, env)
+        record["jobs"] = [j.name for j in jobs]
+        summary["merges"][f"{kind}:{run_name}" if kind != "live" else run_name] = record
+        if "error" in record:
+            print(f"{run_name}: shares not merged: {record['error']}", flush=True)
+            return
+        record["validate"] = pack(run_name, target)
+        record["steps"] = steps_in(target)
+        if kind == "live":
+            report = progress_of(target, int(run_entry(plan, run_name)["steps"]))
+            if report is not None:
+                record["evaluated_after"] = report["evaluated_toward_target"]
+                record["complete_after"] = report["complete"]
+        for job in jobs:
+            entry = summary["jobs"][job.name]
+            entry["piece"] = piece_line(job, job.result["started_at"], entry["gpu_name"],
+                                        record["steps"])
+        print(f"{run_name}: {record['copies']} shares merged {json.dumps(record)}", flush=True)
+
     def finish(job: Job) -> None:
         assert job.process is not None
         rc = job.process.returncode
         wall = time.perf_counter() - job.started
         entry: dict[str, Any] = {"gpu": job.gpu, "kind": job.kind, "rc": rc,
                                  "wall_s": round(wall, 1), "command": job.command}
-        folder = args.work / job.run
+        folder = job.folder
         if job.kind == "live":
             run = run_entry(plan, job.run)
             seen = before[job.name]
@@ -408,22 +483,20 @@ def main(argv: list[str] | None = None) -> int:
                     entry["needed"] = report["needed"]
                     entry[f"complete_{label}"] = report["complete"]
         if job.kind in ("live", "profile"):
-            gpu = names_by_index.get(job.gpu, f"GPU {job.gpu}")
-            entry["piece"] = piece_line(job, args.work, job.result["started_at"], gpu,
+            entry["gpu_name"] = names_by_index.get(job.gpu, f"GPU {job.gpu}")
+            entry["piece"] = piece_line(job, job.result["started_at"], entry["gpu_name"],
                                         steps_in(folder))
-        if job.kind in ("live", "profile") and (folder / "manifest.json").is_file():
-            check = subprocess.run([sys.executable, "-m", "kernelband.cli", "traces", "validate",
-                                    str(folder)], capture_output=True, text=True, cwd=ROOT,
-                                   env=env)
-            entry["validate"] = (check.stdout + check.stderr).strip().splitlines()[-1:]
-            with tarfile.open(args.out / f"{job.run}.tar.gz", "w:gz") as tar:
-                tar.add(folder, arcname=job.run,
-                        filter=lambda info: None if ("/best" in info.name
-                                                     or info.name.endswith(".writer.lock"))
-                        else info)
+        if (job.shard is None and job.kind in ("live", "profile")
+                and (folder / "manifest.json").is_file()):
+            entry["validate"] = pack(job.run, folder)
         summary["jobs"][job.name] = entry
         shown = {k: v for k, v in entry.items() if k != "command"}
         print(f"GPU {job.gpu}: {job.name} rc={rc} {json.dumps(shown)}", flush=True)
+        if job.shard is not None:
+            key = (job.kind, job.run)
+            ended.setdefault(key, []).append(job)
+            if len(ended[key]) == len(shares[key]):
+                merge(key)
 
     look = True  # a queued job can become ready only when a job ends (its run may be complete)
     while queue or any(lanes.values()):
@@ -436,27 +509,30 @@ def main(argv: list[str] | None = None) -> int:
         free = [gpu for gpu, job in lanes.items() if job is None]
         left = args.max_wall - (time.perf_counter() - t0)
         if look and queue and free and (first_round or left >= args.min_left):
-            running = {j.run for j in lanes.values() if j is not None}
+            running = [j for j in lanes.values() if j is not None]
             for name in [n for n in queue if not waiting_on(plan, n, args.work, args.runs_dir)]:
-                if free and name.rpartition(":")[2] not in running:  # one job per run at once
+                # one job per run at once, but the shares of one run side by side
+                if free and not any(clashes(name, j) for j in running):
                     queue.remove(name)
                     gpu = free.pop(0)
                     lanes[gpu] = start(name, gpu)
-                    running.add(name.rpartition(":")[2])
+                    running.append(lanes[gpu])
         look = first_round = False
         if not any(lanes.values()):
             break  # what is left waits for a run not complete, or for more time
         time.sleep(1.0)
+    for key in list(ended):  # shares that started, when others of the run could not
+        merge(key)
     for name in queue:
         summary["not_started"][name] = (waiting_on(plan, name, args.work, args.runs_dir)
                                         or f"less than --min-left {args.min_left:g} s was left")
     with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:
         tar.add(logs, arcname="logs")
-        for job in done:
+        for run_name in dict.fromkeys(job.run for job in done if job.kind == "live"):
             for log in ("evaluations", "gpu-lock"):
-                path = args.work / job.run / f"{log}.jsonl"
-                if job.kind == "live" and path.is_file():
-                    tar.add(path, arcname=f"{log}/{job.run}.jsonl")
+                path = args.work / run_name / f"{log}.jsonl"
+                if path.is_file():
+                    tar.add(path, arcname=f"{log}/{run_name}.jsonl")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return max((job.process.returncode for job in done if job.process), default=0)
 

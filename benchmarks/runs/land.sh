@@ -29,8 +29,8 @@ if [ -f "$summary" ]; then
   "${PYTHON:-python3}" - "$summary" "$name" >> "$here/$name.commands" <<'PY'
 import json, sys
 jobs = json.load(open(sys.argv[1]))["jobs"]
-for key, job in jobs.items():  # "NAME" (a live piece) or "profile:NAME"
-    if key.rpartition(":")[2] == sys.argv[2] and job.get("piece"):
+for key, job in jobs.items():  # "NAME" (a live piece), "profile:NAME", a share "NAME@K/N"
+    if key.rpartition(":")[2].partition("@")[0] == sys.argv[2] and job.get("piece"):
         print(job["piece"])
 PY
 fi

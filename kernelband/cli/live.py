@@ -59,6 +59,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
               "representatives not profiled by then are left to `kernelband traces profile`).")
 @click.option("--eval-timeout", "eval_timeout_s", type=float, default=None,
               help="Seconds per candidate for checking and timing [120].")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Run only share K of N of the tasks (sorted by name, every N-th from the "
+              "K-th; 0 <= K < N), one process per GPU on copies of one run; merge the copies "
+              "with `kernelband traces merge-shards` [all tasks].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="YAML/JSON file of the options above; flags override it.")
 @click.option("--resume", is_flag=True, help="Continue the run recorded in --out.")
@@ -84,6 +88,7 @@ def live(**values: Any) -> None:
         kernelband live --tasks builtin --policy kernelband-v2 --proposer mutate --steps 40 --out traces/run1
         kernelband live --tasks softmax --proposer openai --model gpt-4o --max-cost 5 --out traces/llm1
         kernelband live --tasks builtin --proposer mutate --in-flight 8 --backend ray --address auto --out traces/ray1
+        kernelband live --tasks builtin --proposer mutate --shard 0/2 --out traces/run1-s0   # one GPU each
     """
     from live.runner.config import RunConfig, load_config_file
     from live.runner.resume import ResumeError
@@ -95,7 +100,8 @@ def live(**values: Any) -> None:
             settings.update(load_config_file(values["config_file"]))
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
                     "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
-                    "profile_lag", "gpu_memory_gib", "timing_patience_s", "step_aside"):
+                    "profile_lag", "gpu_memory_gib", "timing_patience_s", "step_aside",
+                    "shard"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:
@@ -152,6 +158,10 @@ def _print_summary(result: Any) -> None:
     from analysis.metrics import trace_metrics
     from kbsim.trace.reader import TraceError, load_trace
 
+    if not result.tasks:
+        click.echo(f"run {result.run_id}: this share holds none of the run's tasks; "
+                   f"nothing written to {result.out}")
+        return
     click.echo(f"\nrun {result.run_id} -> {result.out}")
     click.echo(f"{'task':<24} {'steps':>5} {'ref ms':>10} {'k0 ms':>10} {'best ms':>10} "
                f"{'vs ref':>7}  statuses")

@@ -1,5 +1,5 @@
-"""`kernelband traces info|validate|compact|merge|head|profile`: thin wrappers over kbsim.trace
-(profile: over live.profiler.backfill).
+"""`kernelband traces info|validate|compact|merge|merge-shards|head|profile`: thin wrappers over
+kbsim.trace (profile: over live.profiler.backfill).
 
 Every failure on bad input is one line on stderr and exit status 1, never a traceback (set
 KERNELBAND_DEBUG=1 to see one).
@@ -193,6 +193,40 @@ def merge(datasets: tuple[Path, ...], out: Path) -> None:
             )
 
 
+@traces.command("merge-shards")
+@_DATASETS
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="New dataset directory to write.",
+)
+@_clean_errors
+def merge_shards(datasets: tuple[Path, ...], out: Path) -> None:
+    """Merge copies of ONE run that each advanced a share of its tasks into one trace.
+
+    The copies (of `kernelband live --shard K/N` or `kernelband traces profile --shard K/N`,
+    each on a copy of the same run) must agree on every row they share: steps are the union
+    by (run_id, task_id, step), kernels by (task_id, kernel_id), a profiled row winning over
+    the same row unprofiled; a row that differs otherwise is refused, naming its key. The
+    side files (evaluations.jsonl, gpu-lock.jsonl, ...) keep the lines the copies share
+    once, then each copy's own; the manifest is the first copy's, its lists unioned.
+
+    \b
+    Example:
+        kernelband live --out run-s0 --resume --shard 0/2 ...   # on GPU 0, a copy of run
+        kernelband live --out run-s1 --resume --shard 1/2 ...   # on GPU 1, another copy
+        kernelband traces merge-shards run-s0 run-s1 --out run-merged
+    """
+    from kbsim.trace.reader import load_trace
+    from kbsim.trace.shards import merge_shards as merge
+
+    merge(list(datasets), out)
+    data = load_trace(out)
+    click.echo(f"merged {len(datasets)} copies into {out}: {data.steps.num_rows} steps, "
+               f"{data.kernels.num_rows} kernels")
+
+
 @traces.command()
 @click.argument("dataset", type=click.Path(path_type=Path, file_okay=False))
 @click.option("-n", "--rows", "n_rows", default=10, show_default=True, help="Rows to show.")
@@ -241,6 +275,10 @@ def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None
 @click.option("--batch-size", type=click.IntRange(1, 256), default=24, show_default=True,
               help="Kernels per Nsight Compute session.")
 @click.option("--tasks", default=None, help="Only these tasks (comma-separated).")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Only share K of N of the trace's tasks (the manifest's, sorted by name, "
+              "every N-th from the K-th: the rule of `kernelband live --shard`), one process "
+              "per GPU on copies of the trace; merge them with `traces merge-shards`.")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
               help="Start no batch after this many seconds; run again to continue.")
 @click.option("--sessions", type=click.IntRange(1, 16), default=1, show_default=True,
@@ -248,8 +286,8 @@ def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None
               "start-up and compiling overlap (each holds one task's inputs on the GPU).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_clean_errors
-def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float | None,
-            sessions: int, quiet: bool) -> None:
+def profile(dataset: Path, batch_size: int, tasks: str | None, shard: str | None,
+            max_wall_s: float | None, sessions: int, quiet: bool) -> None:
     """Profile (Nsight Compute, on this machine's GPU) every correct kernel without a profile.
 
     Kernels are profiled in batches, one ncu session per batch, round robin over tasks; each
@@ -260,6 +298,7 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
     Example:
         kernelband traces profile traces/explore-h200 --batch-size 32 --max-wall 500
         kernelband traces profile traces/explore-h200 --sessions 3   # 3 sessions at once
+        kernelband traces profile copy-s1 --shard 1/2   # on GPU 1; copy-s0 --shard 0/2 on GPU 0
     """
     from tqdm import tqdm
 
@@ -267,6 +306,19 @@ def profile(dataset: Path, batch_size: int, tasks: str | None, max_wall_s: float
     from live.profiler.backfill import backfill_profiles
 
     wanted = [t.strip() for t in tasks.split(",")] if tasks else None
+    if shard is not None:
+        from kbsim.trace.reader import TraceError, read_manifest
+        from live.runner.shard import shard_names
+
+        if wanted is not None:
+            _fail("give --tasks or --shard, not both")
+        manifest, problems = read_manifest(dataset)
+        if manifest is None or problems:
+            raise TraceError(problems)
+        wanted = shard_names(manifest.get("tasks") or [], shard)
+        if not wanted:
+            click.echo(f"share {shard} of {dataset}'s tasks is empty: nothing to profile")
+            return
     bars: list[tqdm] = []
     seen: dict[str, int] = {}
 

@@ -18,6 +18,7 @@ import yaml
 
 from live.evaluator.config import EvaluatorConfig
 from live.evaluator.gpu_lock import TIMING_PATIENCE_S
+from live.runner.shard import parse_shard
 
 PROFILE_MODES = ("reps", "all", "roofline", "off")
 
@@ -56,6 +57,10 @@ class RunConfig:
         step_aside: on a GPU, checks in flight step aside for a batch of timings at their next
             torch call or Triton launch instead of holding the device to the end of a shape
             or of the operator's own test code (NOTE D97); False: they hold it, as before.
+        shard: ``K/N``: this process runs only share K of N of the run's tasks (the loaded
+            tasks sorted by name, those at positions p with p % N == K; live.runner.shard);
+            None: all of them. How the run's work is split, not what the run is: left out of
+            the manifest's config and free to change on ``--resume``.
     """
 
     out: str
@@ -74,8 +79,11 @@ class RunConfig:
     gpu_memory_gib: float | None = None
     timing_patience_s: float = TIMING_PATIENCE_S
     step_aside: bool = True
+    shard: str | None = None
 
     def __post_init__(self) -> None:
+        if self.shard is not None:
+            parse_shard(self.shard)
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if self.in_flight < 1:
@@ -113,6 +121,8 @@ class RunConfig:
         proposer's settings, API keys among them, are not part of it."""
         data = asdict(self)
         data["run_id"] = self.resolved_run_id
+        # every share of a run writes the same config, so the shares' copies merge
+        del data["shard"]
         return data
 
 

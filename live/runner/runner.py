@@ -40,6 +40,7 @@ from live.runner.kernels import KernelInfo, features
 from live.runner.progress import Progress, TaskStatus
 from live.runner.records import k0_step_row, kernel_row
 from live.runner.resume import RecordedRun, load_recorded
+from live.runner.shard import shard_names
 from live.runner.wiring import wire
 from live.runner.world import Evaluation, TaskWorld
 from live.tasks.base import Task
@@ -90,7 +91,11 @@ class LiveRunner:
         self.budget = budget
         self.resume = resume
         self.run_id = config.resolved_run_id
-        self.tasks: list[Task] = resolve_tasks(config.tasks)
+        loaded = resolve_tasks(config.tasks)
+        #: every task of the run (the manifest's), whichever share this process runs
+        self.run_task_names = [t.name for t in loaded]
+        share = set(shard_names(self.run_task_names, config.shard))
+        self.tasks: list[Task] = [t for t in loaded if t.name in share]
         check_k0_sources(self.tasks, proposer)
         # the evaluator, profiler and device locks, wired once (live.runner.wiring)
         self.parts = wire(config, len(self.tasks), evaluator=evaluator, profiler=profiler,
@@ -162,7 +167,7 @@ class LiveRunner:
             "proposer": self.proposer.describe(),
             "policy": {"name": self.spec.name, "params": dict(self.spec.params),
                        "spec": str(self.spec)},
-            "tasks": [t.name for t in self.tasks],
+            "tasks": list(self.run_task_names),
             "run_ids": [self.run_id],
             # issue #18: not_applicable attempts spend no step (traces/SCHEMA.md)
             "not_applicable_rule": "unavailable",
@@ -177,6 +182,13 @@ class LiveRunner:
 
     def run(self) -> RunResult:
         out = Path(self.config.out)
+        if not self.tasks:  # an empty share (--shard K/N past the tasks): nothing is written
+            if self.parts.owns_evaluator:
+                self.evaluator.close()
+            self.progress.close()
+            log.warning("share %s of the run's %d task(s) holds none: nothing to run",
+                        self.config.shard, len(self.run_task_names))
+            return RunResult(out=out, run_id=self.run_id, tasks=[])
         recorded: RecordedRun | None = None
         if self.resume and (out / "manifest.json").exists():
             recorded = load_recorded(out, self.run_id)

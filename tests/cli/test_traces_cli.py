@@ -47,14 +47,14 @@ def test_validate_prints_the_sentence_and_exits_1(
     assert matches(result.stderr, f"invalid: {message.format(d=d)}\n".replace("...\n", "..."))
 
 
-@pytest.mark.parametrize("command", ["info", "head", "merge", "compact"])
+@pytest.mark.parametrize("command", ["info", "head", "merge", "merge-shards", "compact"])
 @pytest.mark.parametrize("corruption_id", ["missing-manifest", "truncated-part", "wrong-type"])
 def test_other_commands_fail_cleanly_on_bad_data(
     tmp_path: Path, command: str, corruption_id: str
 ) -> None:
     corruption, message = next(c[1:] for c in CORRUPTIONS if c[0] == corruption_id)
     d = corrupted_dataset(tmp_path, corruption)
-    extra = ["--out", str(tmp_path / "out")] if command == "merge" else []
+    extra = ["--out", str(tmp_path / "out")] if command.startswith("merge") else []
     result = run(command, d, *extra)
     assert_clean_failure(result)
     assert matches(result.stderr, f"invalid: {message.format(d=d)}\n".replace("...\n", "..."))
@@ -143,7 +143,8 @@ def test_compact_refuses_a_folder_that_is_no_dataset(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # nothing was created there
 
 
-@pytest.mark.parametrize("sub", ["info", "validate", "merge", "head", "compact"])
+@pytest.mark.parametrize("sub", ["info", "validate", "merge", "merge-shards", "head", "compact",
+                                 "profile"])
 def test_every_traces_command_documents_an_example(sub: str) -> None:
     result = run(sub, "--help")
     assert result.exit_code == 0 and "Example:" in result.stdout
@@ -166,3 +167,34 @@ def test_real_entry_point_fails_without_traceback(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stderr == f"invalid: {tmp_path / 'nope'}: no such directory\n"
+
+
+def test_profile_shard_takes_its_share_of_the_trace_s_tasks(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`traces profile --shard K/N`: the manifest's tasks sorted, every N-th from the K-th."""
+    import live.profiler.backfill as backfill
+    from live.profiler.backfill import BackfillReport
+
+    trace = write_synthetic_trace(tmp_path / "t", n_steps=20, n_tasks=5, seed=0)
+    from kbsim.trace.reader import load_trace
+
+    tasks = sorted(load_trace(trace).manifests[0]["tasks"])
+    asked: list = []
+
+    def fake(path, profiler_for, *, tasks=None, **kwargs):
+        asked.append(tasks)
+        return BackfillReport()
+
+    monkeypatch.setattr(backfill, "backfill_profiles", fake)
+    for k in range(2):
+        assert run("profile", trace, "--shard", f"{k}/2", "--quiet").exit_code == 0
+    assert asked == [tasks[0::2], tasks[1::2]]
+    empty = run("profile", trace, "--shard", "6/7")
+    assert empty.exit_code == 0 and "is empty: nothing to profile" in empty.stdout
+    assert len(asked) == 2
+    both = run("profile", trace, "--shard", "0/2", "--tasks", tasks[0])
+    assert_clean_failure(both)
+    assert both.stderr == "error: give --tasks or --shard, not both\n"
+    bad = run("profile", trace, "--shard", "2/2")
+    assert_clean_failure(bad)
+    assert bad.stderr.startswith("error: shard must be K/N with 0 <= K < N")

@@ -143,3 +143,81 @@ def test_a_gpu_whose_run_completes_goes_on_with_the_next_job(tmp_path: Path) -> 
     # the second ran after the first, with what was left of --max-wall as its own limit
     second = summary["jobs"]["second"]["command"]
     assert float(second[second.index("--max-wall") + 1]) < 240
+
+
+@pytest.mark.parametrize("names, message", [
+    (["r", "r@0/2"], "must be one job or distinct shares K/N of one N"),
+    (["r@0/2", "r@1/3"], "must be one job or distinct shares K/N of one N"),
+    (["r@0/2", "r@0/2"], "must be one job or distinct shares K/N of one N"),
+    (["r@2/2"], "shard must be K/N with 0 <= K < N"),
+])
+def test_shares_of_a_run_are_refused_unless_distinct_of_one_count(names: list,
+                                                                 message: str) -> None:
+    with pytest.raises(SystemExit, match=message):
+        record_runs.check_shards(names)
+
+
+def test_shares_of_one_run_run_side_by_side_and_nothing_else_of_it() -> None:
+    record_runs.check_shards(["r@0/2", "r@1/2", "profile:r@0/3", "profile:r@1/3", "q"])
+
+    def job(name: str):
+        kind, run, shard = record_runs.parse_job(name)
+        return record_runs.Job(name=name, kind=kind, run=run, gpu="0", command=[],
+                               log=Path("x"), folder=Path("x"), shard=shard)
+
+    assert not record_runs.clashes("r@1/2", job("r@0/2"))
+    assert record_runs.clashes("r@0/2", job("r@0/2"))
+    assert record_runs.clashes("r", job("r@0/2")) and record_runs.clashes("r@0/2", job("r"))
+    assert record_runs.clashes("profile:r@1/2", job("r@0/2"))
+    assert not record_runs.clashes("q@0/2", job("r@0/2"))
+
+
+def test_two_shares_of_a_run_record_side_by_side_then_merge_and_pack(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Two GPUs, one run as two shares of its tasks in one call: both start at once, each on
+    its own copy; once both end the copies are merged into the run, validated and packed."""
+    plan = {"tasks": "add,softmax", "live_args": ["--proposer", "mutate", "--seed", "0",
+                                                  "--device", "cpu", "--eval-workers", "1"],
+            "runs": [{"name": "r", "policy": "explore", "steps": 1, "profile": "off"}]}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    work, out = tmp_path / "work", tmp_path / "out"
+    rc = record_runs.main([str(path), "--out", str(out), "--gpus", "0,1", "--jobs",
+                           "r@0/2,r@1/2", "--work", str(work), "--runs-dir",
+                           str(tmp_path / "runs"), "--max-wall", "240"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "GPU 0: r@0/2 started at 0 s" in printed and "GPU 1: r@1/2 started at 0 s" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    merge = summary["merges"]["r"]
+    for k in (0, 1):
+        job = summary["jobs"][f"r@{k}/2"]
+        assert job["rc"] == 0 and job["evaluations"] >= 1 and job["evaluations_per_s"] > 0
+        assert job["command"][-2:] == ["--shard", f"{k}/2"]
+        # its piece: the command with its share, the run folder as DIR, the merged run's steps
+        assert job["piece"].startswith("kernelband live --out DIR --max-wall")
+        assert f"--shard {k}/2   # " in job["piece"]
+        assert job["piece"].endswith(f" {merge['steps']} steps")
+    assert merge["copies"] == 2 and merge["complete_after"]
+    assert merge["validate"][0].startswith(f"valid: {merge['steps']} steps")
+    assert not (work / "r@0of2").exists() and not (work / "r@1of2").exists()
+    with tarfile.open(out / "r.tar.gz") as tar:
+        tar.extractall(tmp_path / "unpacked",
+                       **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    assert validate_trace(tmp_path / "unpacked" / "r") == []
+    from kbsim.trace.reader import load_trace
+
+    steps = load_trace(tmp_path / "unpacked" / "r").steps_df()
+    assert len(steps) == merge["steps"] and set(steps["task_id"]) == {"add", "softmax"}
+    evaluations = (tmp_path / "unpacked" / "r" / "evaluations.jsonl").read_text().splitlines()
+    assert len(evaluations) == sum(summary["jobs"][f"r@{k}/2"]["evaluations"] for k in (0, 1))
+    # complete: nothing left to run
+    assert record_runs.main([str(path), "--out", str(tmp_path / "out2"), "--gpus", "0",
+                             "--work", str(work), "--runs-dir", str(tmp_path / "runs")]) == 0
+    # the profiling of a share: its own copy of the complete run, `traces profile --shard`
+    assert record_runs.waiting_on(plan, "profile:r@1/2", work, tmp_path / "runs") is None
+    job = record_runs.build_job(plan, "profile:r@1/2", "1", work, tmp_path / "runs",
+                                work / "logs", 100.0, 200.0)
+    assert job.folder == work / "r@1of2" and (job.folder / "manifest.json").is_file()
+    assert job.command[job.command.index("profile") + 1] == str(job.folder)
+    assert job.command[-2:] == ["--shard", "1/2"] and job.log.name == "profile-r@1of2.log"
