@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -62,6 +63,11 @@ def _report_skipped(loaded) -> None:  # noqa: ANN001 - live.tasks.skips.Loaded
                    "operator also fail when run as `python <op>.py` here?):", err=True)
         for line in skip_table(loaded.skipped):
             click.echo("  " + line, err=True)
+        hollow = [s for s in loaded.skipped if s.hollow]
+        if hollow:
+            click.echo("why a passing plain script is hollow:", err=True)
+            for s in hollow:
+                click.echo(f"  {s.op}: {s.hollow}", err=True)
     stats = loaded.stats
     if stats:
         click.echo(f"{stats['passed']}/{stats['operators']} operators passed gold-vs-gold on "
@@ -71,6 +77,33 @@ def _report_skipped(loaded) -> None:  # noqa: ANN001 - live.tasks.skips.Loaded
         why = (f"all {len(loaded.skipped)} were skipped (reasons above)" if loaded.skipped
                else "the spec names no task")
         click.echo(f"no task loaded: {why}.", err=True)
+
+
+def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
+    """Set each skipped operator's ``hollow`` (its plain script passes) from compute-sanitizer,
+    with a progress line per operator on stderr; one sentence and exit 1 where it cannot run."""
+    import torch
+
+    from live.tasks.sources.tritonbench import folder
+    from live.tasks.tritonbench.sanitize import explain_operator, find_sanitizer
+
+    if not task_spec.startswith("tritonbench:"):
+        raise click.ClickException("--explain-skips needs a TritonBench-G spec "
+                                   "(tritonbench:PATH).")
+    sanitizer = find_sanitizer()
+    if not torch.cuda.is_available() or sanitizer is None:
+        raise click.ClickException("--explain-skips needs a CUDA GPU and compute-sanitizer "
+                                   "(on PATH or in CUDA_HOME/bin).")
+    data = folder(task_spec.split(":", 1)[1])
+    explained = []
+    for skipped in loaded.skipped:
+        if skipped.plain_script == "passes":
+            click.echo(f"compute-sanitizer: {skipped.op} ...", err=True)
+            sentence, _ = explain_operator(data, skipped.op, sanitizer=sanitizer)
+            skipped = dataclasses.replace(skipped,
+                                          hollow=sentence or "compute-sanitizer found nothing")
+        explained.append(skipped)
+    loaded.skipped = explained
 
 
 def _verdict_summary(task, loaded) -> str:  # noqa: ANN001 - a Task, its Loaded
@@ -201,10 +234,15 @@ def _resolve_or_fail(task_spec: str) -> list:
               help="With --out: also time each task's reference under torch.compile (tasks "
               "that have one: KernelBench), as k0's baseline by the same protocol "
               "(compile_ms); each compiles in its check, tens of seconds a problem.")
+@click.option("--explain-skips", is_flag=True, default=False,
+              help="On a GPU, for a TritonBench-G spec: run each skipped operator whose plain "
+              "script passes under compute-sanitizer (memcheck, initcheck; its plain script and "
+              "its smallest performance inputs) and show what it finds, why that pass is hollow "
+              "(a minute or two an operator).")
 @_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float,
-          gpu_memory_gib: float | None, compile_timing: bool, no_cache: bool,
-          check_workers: int | None, as_json: bool) -> None:
+          gpu_memory_gib: float | None, compile_timing: bool, explain_skips: bool,
+          no_cache: bool, check_workers: int | None, as_json: bool) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
@@ -223,6 +261,8 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
 
     loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True,
                            timeout_s=timeout_s)
+    if explain_skips:
+        _explain_skips(task_spec, loaded)
     checked_at_load = bool(loaded.stats)
     if checked_at_load and not out:
         if as_json:

@@ -20,11 +20,15 @@ class Skipped:
         reason: one sentence, why it was skipped.
         plain_script: whether the task also fails when run the benchmark's own way (a plain
             script): ``"passes"``, ``"fails: <why>"``, or None when it was not run.
+        hollow: where the plain script passes, why that pass proves nothing, when it was
+            looked for (``kernelband tasks check --explain-skips``: compute-sanitizer's
+            findings), else None.
     """
 
     op: str
     reason: str
     plain_script: str | None = None
+    hollow: str | None = None
 
     @property
     def pair(self) -> tuple[str, str]:

@@ -1,0 +1,139 @@
+"""compute-sanitizer's reports read into why a passing plain script is hollow.
+
+The report texts are excerpts of real runs (an H200, compute-sanitizer memcheck and initcheck
+on TritonBench-G's `matmul_kernel` and `context_attn_llama`); the runs themselves are made here
+with a stand-in `compute-sanitizer` on PATH that prints such a report and runs the command, so
+the plumbing (operator folder, environment, time limit, log) is exercised without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kernelband.cli import main
+from live.tasks.tritonbench.sanitize import (
+    SanitizerRun,
+    explain,
+    find_sanitizer,
+    parse_report,
+    run_part,
+)
+
+OUT_OF_BOUNDS = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 16 bytes
+=========     at matmul_kernel+0x19f0 in kb_tb_gold_matmul_kernel_2f8d.py:30
+=========     by thread (0,0,0) in block (2,1,0)
+=========     Access to 0x7f17a3c00100 is out of bounds
+=========     and is 257 bytes after the nearest allocation at 0x7f17a2800000 of size 20,971,520 bytes
+=========
+========= Invalid __global__ read of size 16 bytes
+=========     at matmul_kernel+0x19f0 in kb_tb_gold_matmul_kernel_2f8d.py:30
+=========     by thread (1,0,0) in block (2,1,0)
+=========     Access to 0x7f17a3c00110 is out of bounds
+=========
+========= ERROR SUMMARY: 2050 errors
+"""
+
+UNINITIALISED = """\
+========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at _fwd_kernel+0x1040 in context_attn_llama.py:82
+=========     by thread (0,0,0) in block (0,43,0)
+=========     Address 0x7fc6cc008d60
+"""
+
+
+def test_a_report_gives_its_count_and_distinct_errors_with_place_and_kind() -> None:
+    count, errors = parse_report(OUT_OF_BOUNDS)
+    assert count == 2050
+    assert errors == ["Invalid __global__ read of size 16 bytes at matmul_kernel "
+                      "(kb_tb_gold_matmul_kernel_2f8d.py:30): out of bounds"]
+
+
+def test_a_report_cut_short_counts_the_errors_it_shows() -> None:
+    count, errors = parse_report(UNINITIALISED)  # stopped at the time limit: no summary
+    assert count == 1
+    assert errors == ["Uninitialized __global__ memory read of size 4 bytes at _fwd_kernel "
+                      "(context_attn_llama.py:82)"]
+    assert parse_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") \
+        == (0, [])
+
+
+def test_the_sentence_names_each_part_and_tool_that_found_something() -> None:
+    runs = [SanitizerRun("op", "plain", "memcheck", 0, 1.0, 0),
+            SanitizerRun("op", "plain", "initcheck", "timeout", 110.0, 1,
+                         ["Uninitialized __global__ memory read of size 4 bytes"]),
+            SanitizerRun("op", "perf", "memcheck", 1, 9.0, 2050, ["Invalid read: out of bounds"])]
+    sentence = explain(runs)
+    assert sentence == ("compute-sanitizer: its plain script under initcheck, 1 error, stopped "
+                        "at the time limit: Uninitialized __global__ memory read of size 4 "
+                        "bytes; its performance inputs under memcheck, 2050 errors: Invalid "
+                        "read: out of bounds")
+    assert explain(runs[:1]) is None
+
+
+@pytest.fixture
+def fake_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `compute-sanitizer` that prints an out-of-bounds report and runs the command."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "compute-sanitizer"
+    report = "".join(f"echo '{line}'\n" for line in OUT_OF_BOUNDS.splitlines()[:6])
+    tool.write_text("#!/bin/sh\n" + report + textwrap.dedent("""\
+        shift 6  # --tool T --print-limit N --target-processes all
+        "$@"
+        status=$?
+        echo '========= ERROR SUMMARY: 1 error'
+        exit $status
+        """))
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return tool
+
+
+def test_a_plain_script_runs_in_its_folder_under_the_tool(tmp_path: Path,
+                                                           fake_sanitizer: Path) -> None:
+    ops = tmp_path / "bench" / "TritonBench_G_v1"
+    ops.mkdir(parents=True)
+    (ops / "myop.py").write_text("import os\nprint('ran in', os.path.basename(os.getcwd()))\n")
+    assert find_sanitizer() == str(fake_sanitizer)
+    log = tmp_path / "myop.log"
+    run = run_part(tmp_path / "bench", "myop", "plain", "memcheck", timeout_s=60, log=log)
+    assert (run.status, run.errors, run.tool) == (0, 1, "memcheck")
+    assert run.first_errors[0].endswith("(kb_tb_gold_matmul_kernel_2f8d.py:30): out of bounds")
+    assert "ran in TritonBench_G_v1" in log.read_text()
+    plain = run_part(tmp_path / "bench", "myop", "plain", None, timeout_s=60)
+    assert (plain.status, plain.errors, plain.first_errors, plain.tool) == (0, None, [], "none")
+
+
+def test_a_run_past_its_time_limit_is_marked_so(tmp_path: Path, fake_sanitizer: Path) -> None:
+    ops = tmp_path / "bench"
+    ops.mkdir()
+    (ops / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    run = run_part(ops, "slow", "plain", "initcheck", timeout_s=1)
+    assert run.status == "timeout"
+    assert run.seconds < 20
+
+
+def test_bad_part_tool_or_operator_are_one_sentence_errors(tmp_path: Path) -> None:
+    (tmp_path / "x.py").write_text("")
+    with pytest.raises(ValueError, match="part must be one of plain, perf"):
+        run_part(tmp_path, "x", "gold", None)
+    with pytest.raises(ValueError, match="tool must be one of memcheck, initcheck"):
+        run_part(tmp_path, "x", "plain", "racecheck", sanitizer="/bin/true")
+    with pytest.raises(FileNotFoundError, match="no such operator file"):
+        run_part(tmp_path, "missing", "plain", None)
+
+
+def test_explain_skips_needs_a_tritonbench_spec() -> None:
+    result = CliRunner().invoke(main, ["tasks", "check", "--tasks", "builtin", "--device", "cpu",
+                                      "--explain-skips"])
+    assert result.exit_code != 0
+    assert "--explain-skips needs a TritonBench-G spec" in result.output
