@@ -52,6 +52,10 @@ def _clean_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 _DATASETS = click.argument(
     "datasets", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False)
 )
+#: the new dataset a command writes (`merge`, `merge-shards`)
+_NEW_DATASET = click.option("--out", required=True,
+                            type=click.Path(path_type=Path, file_okay=False),
+                            help="New dataset directory to write.")
 
 
 @click.group()
@@ -159,12 +163,7 @@ def compact(datasets: tuple[Path, ...]) -> None:
 
 @traces.command()
 @_DATASETS
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="New dataset directory to write.",
-)
+@_NEW_DATASET
 @_clean_errors
 def merge(datasets: tuple[Path, ...], out: Path) -> None:
     """Merge datasets into a new one; colliding run ids are renamed (run -> run-2).
@@ -195,12 +194,7 @@ def merge(datasets: tuple[Path, ...], out: Path) -> None:
 
 @traces.command("merge-shards")
 @_DATASETS
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="New dataset directory to write.",
-)
+@_NEW_DATASET
 @_clean_errors
 def merge_shards(datasets: tuple[Path, ...], out: Path) -> None:
     """Merge copies of ONE run that each advanced a share of its tasks into one trace.

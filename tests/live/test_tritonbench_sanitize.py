@@ -31,7 +31,7 @@ OUT_OF_BOUNDS = """\
 =========     at matmul_kernel+0x19f0 in kb_tb_gold_matmul_kernel_2f8d.py:30
 =========     by thread (0,0,0) in block (2,1,0)
 =========     Access to 0x7f17a3c00100 is out of bounds
-=========     and is 257 bytes after the nearest allocation at 0x7f17a2800000 of size 20,971,520 bytes
+=========     and is 257 bytes after the nearest allocation at 0x7f17a2800000
 =========
 ========= Invalid __global__ read of size 16 bytes
 =========     at matmul_kernel+0x19f0 in kb_tb_gold_matmul_kernel_2f8d.py:30
