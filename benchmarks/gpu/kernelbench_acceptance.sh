@@ -5,8 +5,10 @@
 #   PHASE=k0: `kernelband tasks k0` on the problems SELECT picks (default level1; level2,
 #     level3, level1:1-50, ...): the torch.compile k0 of each, checked; k0-SELECT/ holds the k0
 #     files, k0.json and k0-report.json, and k0-SELECT.txt the per-level table.
-#   PHASE=timing: `kernelband tasks check --out` on the problems SELECT picks: our eager
-#     reference timings (ref-SELECT.json; with COMPILE=1 also torch.compile's, --compile-timing),
+#   PHASE=timing: `kernelband tasks check --out --resume --parallel` on the problems SELECT
+#     picks: our eager reference timings (ref-SELECT.json, rewritten after every problem, so a
+#     stopped phase run again goes on; PARALLEL problems at once, default 8, each timing alone;
+#     with COMPILE=1 also torch.compile's, --compile-timing),
 #     then benchmarks/kernelbench_published.py over every ref-*.json of OUT_DIR against the
 #     authors' H100 timings (published.txt, published.json; DATA_DIR needs changelog/ and
 #     results/timing/ beside the levels).
@@ -18,8 +20,9 @@
 #
 # Other settings (environment): STATE_DIR (caches, default .gpu-run/ of the checkout),
 # CHECK_WALL (330 s for the cold load), PHASE_WALL (seconds after which the k0 and timing phases
-# are stopped; none by default: a stopped k0 phase, run again with the same OUT_DIR, goes on
-# where it stopped), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's name for run.txt).
+# are stopped; none by default: a stopped k0 or timing phase, run again with the same OUT_DIR,
+# goes on where it stopped), PARALLEL (8), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
+# name for run.txt).
 set -uo pipefail
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
@@ -64,7 +67,8 @@ elif [ "$phase" = timing ]; then
   extra=(); [ "${COMPILE:-0}" = 1 ] && extra=(--compile-timing)
   timeout "$phase_wall" python3 -m kernelband.cli tasks check \
     --tasks "kernelbench:$data@$select" --device cuda --timeout "${K0_TIMEOUT:-300}" \
-    --out "$out_dir/ref-$name.json" "${extra[@]}" > "$out_dir/ref-$name.txt" \
+    --out "$out_dir/ref-$name.json" --resume --parallel "${PARALLEL:-8}" "${extra[@]}" \
+    > "$out_dir/ref-$name.txt" \
     2> "$out_dir/ref-$name.err"
   echo "timing $select: rc $?" >> "$out_dir/run.txt"
   python3 benchmarks/kernelbench_published.py --ours "$out_dir"/ref-*.json \

@@ -234,6 +234,13 @@ def _resolve_or_fail(task_spec: str) -> list:
               help="With --out: also time each task's reference under torch.compile (tasks "
               "that have one: KernelBench), as k0's baseline by the same protocol "
               "(compile_ms); each compiles in its check, tens of seconds a problem.")
+@click.option("--resume", is_flag=True, default=False,
+              help="With --out: keep the tasks an earlier --out FILE of this spec holds and "
+              "check only the others (the file is rewritten after every task, so a stopped "
+              "check loses nothing).")
+@click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="With --out: tasks evaluated at once (the evaluator's workers compile and "
+              "check side by side; on a GPU each timing still runs alone).")
 @click.option("--explain-skips", is_flag=True, default=False,
               help="On a GPU, for a TritonBench-G spec: run each skipped operator whose plain "
               "script passes under compute-sanitizer (memcheck, initcheck; its plain script and "
@@ -241,8 +248,9 @@ def _resolve_or_fail(task_spec: str) -> list:
               "(a minute or two an operator).")
 @_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float,
-          gpu_memory_gib: float | None, compile_timing: bool, explain_skips: bool,
-          no_cache: bool, check_workers: int | None, as_json: bool) -> None:
+          gpu_memory_gib: float | None, compile_timing: bool, resume: bool, parallel: int,
+          explain_skips: bool, no_cache: bool, check_workers: int | None,
+          as_json: bool) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
@@ -257,8 +265,14 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         kernelband tasks check --device cuda --out results/ref_h100.json
         kernelband tasks check --tasks tritonbench:~/TritonBench-G --device cuda --json
     """
-    from live.gold.suite import check_tasks, write_reference_timings
+    from live.gold.suite import check_tasks, read_reference_timings, write_reference_timings
 
+    if resume and not out:
+        raise click.ClickException("--resume needs --out FILE (the file to continue).")
+    try:
+        earlier = read_reference_timings(out, task_spec) if out and resume else {}
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     loaded = _load_or_fail(task_spec, device, no_cache, check_workers, progress=True,
                            timeout_s=timeout_s)
     if explain_skips:
@@ -280,7 +294,12 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         click.echo(f"{'task':<20} {'status':<14} {'ref ms':>10} {'k0 ms':>10} {'speedup':>8} "
                    f"{'cv %':>6}  backend")
 
+    ended: list = []  # the checks so far, rewritten to --out after each
+
     def show(c) -> None:  # noqa: ANN001 - GoldCheck
+        ended.append(c)
+        if out:
+            write_reference_timings(out, task_spec, ended, info_box[0], earlier)
         if as_json:
             return
         r = c.result
@@ -294,12 +313,16 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
 
     from live.evaluator import Evaluator, EvaluatorConfig
 
+    if earlier and not as_json:
+        click.echo(f"resuming {out}: {len(earlier)} task(s) checked before, kept")
     with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
-                                   compile_timeout_s=timeout_s,
+                                   compile_timeout_s=timeout_s, workers=parallel,
                                    gpu_memory_gib=gpu_memory_gib)) as ev:
+        info_box = [ev.device_info]
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
                                    on_result=show, evaluator=ev, tasks=loaded.tasks,
-                                   compile_timing=compile_timing)
+                                   compile_timing=compile_timing, parallel=parallel,
+                                   skip=earlier)
         for task_id, notes in (ev.memory_plan.notes() if ev.memory_plan else {}).items():
             if not as_json:
                 for note in notes:
@@ -312,10 +335,11 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                    f"{info.get('device_name')}")
         _report_skipped(loaded)
     if out:
-        write_reference_timings(out, task_spec, checks, info)
+        write_reference_timings(out, task_spec, checks, info, earlier)
         if not as_json:
             click.echo(f"reference timings written to {out}")
-    if failed or not checks or loaded.skipped:
+    failed_before = [name for name, entry in earlier.items() if not entry.get("passed")]
+    if failed or failed_before or not (checks or earlier) or loaded.skipped:
         sys.exit(1)
 
 
