@@ -85,6 +85,7 @@ def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
     import torch
 
     from live.tasks.sources.tritonbench import folder
+    from live.tasks.tritonbench import remember_hollow
     from live.tasks.tritonbench.sanitize import explain_operator, find_sanitizer
 
     if not task_spec.startswith("tritonbench:"):
@@ -100,8 +101,9 @@ def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
         if skipped.plain_script == "passes":
             click.echo(f"compute-sanitizer: {skipped.op} ...", err=True)
             sentence, _ = explain_operator(data, skipped.op, sanitizer=sanitizer)
-            skipped = dataclasses.replace(skipped,
-                                          hollow=sentence or "compute-sanitizer found nothing")
+            hollow = sentence or "compute-sanitizer found nothing"
+            remember_hollow(data, skipped.op, "cuda", hollow)  # later loads show it too
+            skipped = dataclasses.replace(skipped, hollow=hollow)
         explained.append(skipped)
     loaded.skipped = explained
 

@@ -156,7 +156,8 @@ def checked_load(
             except Exception as exc:  # noqa: BLE001 - a cached entry that no longer builds
                 record = {**record, "reason": f"could not build the task from its check: "
                                               f"{type(exc).__name__}: {exc}"}
-        skipped.append(Skipped(item.name, record["reason"], record.get("plain_script")))
+        skipped.append(Skipped(item.name, record["reason"], record.get("plain_script"),
+                               record.get("hollow")))
     with_verdicts = {name: record.get("shape_verdicts") for name, record in records.items()
                      if record["passed"] and record.get("shape_verdicts")}
     flaky = {name: record["first_check"] for name, record in records.items()

@@ -137,3 +137,21 @@ def test_explain_skips_needs_a_tritonbench_spec() -> None:
                                       "--explain-skips"])
     assert result.exit_code != 0
     assert "--explain-skips needs a TritonBench-G spec" in result.output
+
+
+def test_a_hollow_pass_is_kept_with_its_skip_for_later_loads(tritonbench_mini_load,
+                                                             tritonbench_mini_cache) -> None:
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
+    from live.tasks.tritonbench import remember_hollow
+    from tests.live.conftest import TRITONBENCH_MINI
+
+    op = tritonbench_mini_load.skipped[0][0]
+    sentence = "compute-sanitizer: its plain script under memcheck, 3 errors: out of bounds"
+    assert remember_hollow(TRITONBENCH_MINI, op, "cpu", sentence)
+    assert not remember_hollow(TRITONBENCH_MINI, "no_such_operator", "cpu", sentence)
+    loaded = load_tasks(f"tritonbench:{TRITONBENCH_MINI}", LoadOptions(device="cpu"))
+    hollow = {s.op: s.hollow for s in loaded.skipped}
+    assert hollow[op] == sentence
+    assert [o for o, h in hollow.items() if h is not None] == [op]
+    assert loaded.stats["checked"] == 0  # read back from the cache, not checked again
