@@ -11,7 +11,8 @@ plain candidate the rest of kernelband can judge and mutate:
 - each ``kernel.run(args...)`` becomes a launch ``kernel[lambda meta: grid](args...,
   BLOCK_X=..., num_warps=..., num_stages=...)``: block sizes and warps as literal keywords (the
   configuration inductor's autotuner chose when known, else a plain default), the grid from the
-  kernel's ``grid_type`` (1-D, 2-D, 3-D) reading the block sizes from ``meta``, so the mutate
+  kernel's ``grid_type`` (1-D, 2-D, 3-D, 2-D with a y axis split over z past CUDA's 65,535
+  programs, batched matmul's 3-D: ``GRIDS``) reading the block sizes from ``meta``, so the mutate
   proposer's block-size edits keep the grid right (inductor's ``XBLOCK``/``YBLOCK``/``ZBLOCK``
   are renamed ``BLOCK_X``/``BLOCK_Y``/``BLOCK_Z``, the names its tiling edits know);
 - the problem's own code comes first, so ``class ModelNew(Model)`` builds the same parameters,
@@ -27,18 +28,30 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 #: inductor kernel kinds wrapped (the decorator's name); others are reported, not wrapped
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
-#: grid types wrapped, and the (numel, block) pair of each grid axis
-GRIDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Grid1D": (("xnumel", "XBLOCK"),),
-    "Grid2D": (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK")),
-    "Grid3D": (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK"), ("znumel", "ZBLOCK")),
+#: the most programs CUDA launches along a grid's y (and z) axis (inductor's ``get_max_y_grid``)
+MAX_Y_GRID = 65535
+_Y_PROGRAMS = "cdiv(ynumel, YBLOCK)"
+_Z_SPLIT = f"cdiv({_Y_PROGRAMS}, {MAX_Y_GRID})"
+#: grid types wrapped, and each grid axis as inductor's launcher computes it (its
+#: ``triton_heuristics`` grid classes), over the kernel's ``*numel`` arguments and block sizes.
+#: ``Grid2DWithYZOverflow``: a y axis of more than MAX_Y_GRID programs is split over y and z
+#: (the kernel reads its y block as ``program_id(1) + program_id(2) * num_programs(1)``);
+#: ``BatchMatmulGrid3D``: the batch (z) on the grid's x axis.
+GRIDS: dict[str, tuple[str, ...]] = {
+    "Grid1D": ("cdiv(xnumel, XBLOCK)",),
+    "Grid2D": ("cdiv(xnumel, XBLOCK)", _Y_PROGRAMS),
+    "Grid3D": ("cdiv(xnumel, XBLOCK)", _Y_PROGRAMS, "cdiv(znumel, ZBLOCK)"),
+    "Grid2DWithYZOverflow": ("cdiv(xnumel, XBLOCK)",
+                             f"cdiv({_Y_PROGRAMS}, max(1, {_Z_SPLIT}))", _Z_SPLIT),
+    "BatchMatmulGrid3D": ("cdiv(znumel, ZBLOCK)", _Y_PROGRAMS, "cdiv(xnumel, XBLOCK)"),
 }
+_NUMELS = ("xnumel", "ynumel", "znumel")
 #: top-level statements of the generated module that are not carried into k0
 _DROPPED_IMPORTS = {"ctypes", "torch._inductor.async_compile"}
 _DROPPED_NAMES = {"async_compile", "runner", "call", "recursively_apply_fns", "get_args",
@@ -224,6 +237,24 @@ def _extern_calls(function: ast.FunctionDef) -> list[str]:
                                                        "torch.ops."))})
 
 
+class _AxisTerms(ast.NodeTransformer):
+    """A `GRIDS` axis as launch code: ``cdiv`` -> ``triton.cdiv``, a numel -> the launch's
+    argument for it, a block size -> ``meta[...]`` (or the constant inductor fixed)."""
+
+    def __init__(self, size: Callable[[str], ast.expr], block: Callable[[str], ast.expr]):
+        self.size = size
+        self.block = block
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id == "cdiv":
+            return ast.parse("triton.cdiv", mode="eval").body
+        if node.id in _NUMELS:
+            return self.size(node.id)
+        if node.id.endswith("BLOCK"):
+            return self.block(node.id)
+        return node
+
+
 class _Launches(ast.NodeTransformer):
     """``kernel.run(args, stream=...)`` -> ``kernel[lambda meta: grid](args, BLOCK=...)``;
     stream look-ups dropped."""
@@ -267,8 +298,8 @@ class _Launches(ast.NodeTransformer):
                 return ast.parse(f"meta[{_knob(name_)!r}]", mode="eval").body
             return ast.Constant(int(info.constants.get(name_, 1)))
 
-        axes = [ast.Call(ast.parse("triton.cdiv", mode="eval").body, [size(n), block(b)], [])
-                for n, b in GRIDS[info.grid_type]]
+        axes = [_AxisTerms(size, block).visit(ast.parse(axis, mode="eval").body)
+                for axis in GRIDS[info.grid_type]]
         grid = ast.Lambda(ast.arguments(posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[],
                                         kw_defaults=[], defaults=[]),
                           ast.Tuple(axes, ast.Load()))
