@@ -1,5 +1,6 @@
 """Inductor forms the k0 wrapper must read beyond the fixtures' plain ones: a tiled kernel whose
-y axis may overflow into z (``Grid2DWithYZOverflow``), the other grid types,.
+y axis may overflow into z (``Grid2DWithYZOverflow``), the other grid types, and a run call
+that passes parameters inductor fixed (a numel of 1 is ``constexpr`` in the signature).
 
 The generated modules here are the ReLU fixture (``fixtures/kernelbench_k0/relu.json``) with
 its kernel rewritten by hand in the form torch 2.11-2.13's inductor writes for a GPU, so the
@@ -59,6 +60,41 @@ XBLOCK : tl.constexpr):
     tl.store(out_ptr0 + (x1 + 96*y0), tmp2, xmask & ymask)
 """.replace("DEVICE", DEVICE)
 
+#: a one-element kernel (a BatchNorm's ``num_batches_tracked += 1`` has this form): inductor
+#: makes its numel of 1 a constant of the signature, yet the run call still passes it
+ONE_ELEMENT = """
+# one element
+triton_poi_fused_add_1 = async_compile.triton('triton_poi_fused_add_1', '''
+import triton
+import triton.language as tl
+
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties
+
+@triton_heuristics.pointwise(
+    size_hints={'x': 1},
+    filename=__file__,
+    triton_meta={'signature': {'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'constexpr', \
+'XBLOCK': 'constexpr'}, DEVICE, 'constants': {'xnumel': 1}},
+    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_add_1'},
+    min_elem_per_thread=0
+)
+@triton.jit
+def triton_poi_fused_add_1(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xnumel = 1
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    tmp0 = tl.load(in_ptr0 + (0))
+    tmp1 = tl.broadcast_to(tmp0, [XBLOCK])
+    tmp2 = 1.0
+    tmp3 = tmp1 + tmp2
+    tl.store(out_ptr0 + (tl.full([XBLOCK], 0, tl.int32)), tmp3, None)
+''', device_str='cpu')
+
+
+""".replace("DEVICE", DEVICE)
+
+
 def tiled(grid_type: str, ynumel: str = "8") -> str:
     """The ReLU module with its kernel tiled (`TILED`) under `grid_type`, launched with the
     expression `ynumel` for its ynumel."""
@@ -67,6 +103,17 @@ def tiled(grid_type: str, ynumel: str = "8") -> str:
     end = code.index("''', device_str='cpu')")
     code = code[:start] + TILED.replace("GRID", grid_type) + code[end:]
     return code.replace(RUN, RUN.replace("buf0, 768,", f"buf0, {ynumel}, 96,"))
+
+
+def with_one_element_kernel(passes_the_numel: bool = True) -> str:
+    """The ReLU module and a one-element kernel (`ONE_ELEMENT`) on a buffer of its own."""
+    code = RELU["output_code"]
+    code = code.replace("\n\nasync_compile.wait(globals())", ONE_ELEMENT
+                        + "async_compile.wait(globals())")
+    numel = ", 1" if passes_the_numel else ""
+    launch = ("        buf1 = empty_strided_cpu((1, ), (1, ), torch.float32)\n"
+              f"        triton_poi_fused_add_1.run(buf0, buf1{numel}, stream=raw_streamNone)\n")
+    return code.replace(RUN, RUN + launch)
 
 
 def wrap(output_code: str) -> str:
@@ -142,3 +189,28 @@ def test_an_unknown_grid_type_is_still_a_reason() -> None:
     with pytest.raises(NoK0, match="grid type CooperativeReductionGrid"):
         wrap(tiled("CooperativeReductionGrid"))
 
+
+def test_a_passed_constant_numel_is_an_argument(evaluator: Evaluator) -> None:
+    """The run call passes the one-element kernel's numel (1) though the signature makes it a
+    constant: it stays a positional argument, not also a keyword."""
+    code = wrap(with_one_element_kernel())
+    launch = re.search(r"triton_poi_fused_add_1\[.*\]\((.*)\)", code)
+    assert launch is not None, code
+    assert launch.group(1).startswith("buf0, buf1, 1, BLOCK_X=")
+    assert "xnumel=" not in launch.group(1)
+    result = evaluator.evaluate("kernelbench/level1/1_ReLU", code, seed=0)
+    assert result.status == "ok", result.error
+
+
+def test_a_constant_left_out_of_the_run_call_is_a_keyword() -> None:
+    code = wrap(with_one_element_kernel(passes_the_numel=False))
+    launch = re.search(r"triton_poi_fused_add_1\[(.*)\]\((.*)\)", code)
+    assert launch is not None, code
+    assert launch.group(2).startswith("buf0, buf1, xnumel=1, BLOCK_X=")
+    assert "triton.cdiv(1, meta['BLOCK_X'])" in launch.group(1)
+
+
+def test_a_launch_with_another_argument_count_is_a_reason() -> None:
+    code = with_one_element_kernel().replace("run(buf0, buf1, 1,", "run(buf0, buf1, 1, 1,")
+    with pytest.raises(NoK0, match="launched with 4 arguments for 2 or 3 parameters"):
+        wrap(code)

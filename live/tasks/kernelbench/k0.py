@@ -90,7 +90,8 @@ class KernelInfo:
     function: ast.FunctionDef
     #: positional parameters (the ``run`` call's arguments), in order
     params: tuple[str, ...]
-    #: constexpr parameters inductor fixed (``{"xnumel": 1}``)
+    #: parameters inductor fixed (``{"xnumel": 1}``): passed by the ``run`` call where they
+    #: are in `params`, else given as keywords
     constants: dict[str, Any]
     #: constexpr parameters the launch chooses (``XBLOCK``, ``R0_BLOCK``)
     blocks: tuple[str, ...]
@@ -168,9 +169,15 @@ def kernel_info(name: str, source: str) -> KernelInfo:
         size_hints = ast.literal_eval(hints_node) if hints_node is not None else {}
     except ValueError:
         size_hints = {}
-    params = tuple(p for p, kind_ in signature.items() if kind_ != "constexpr")
+    # the run call passes every parameter the kernel does not declare ``tl.constexpr``, in
+    # order: its numels too where inductor made them constants (a numel of 1 is "constexpr" in
+    # the signature and 1 in ``constants``, yet passed); the launcher fills the block sizes
     declared = [a.arg for a in main.args.args]
-    blocks = tuple(a for a in declared if a not in params and a not in constants)
+    annotated = {a.arg for a in main.args.args
+                 if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+    blocks = tuple(a for a in declared if a not in constants
+                   and (a in annotated or signature.get(a) == "constexpr"))
+    params = tuple(a for a in declared if a not in blocks and a not in annotated)
     imports = tuple(n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
     helpers = tuple(f for f in functions if f is not main)
     return KernelInfo(name, kind, main, params, dict(constants), blocks, str(grid_type),
@@ -280,11 +287,18 @@ class _Launches(ast.NodeTransformer):
 
     def _launch(self, name: str, call: ast.Call) -> ast.Call:
         info = self.kernels[name]
-        if len(call.args) != len(info.params):
+        # the run call passes the fixed parameters (inductor's form), or leaves them out
+        unfixed = tuple(p for p in info.params if p not in info.constants)
+        if len(call.args) == len(info.params):
+            passed = info.params
+        elif len(call.args) == len(unfixed):
+            passed = unfixed
+        else:
+            counts = sorted({len(info.params), len(unfixed)})
             raise NoK0(f"kernel {name}: launched with {len(call.args)} arguments for "
-                       f"{len(info.params)} parameters")
+                       f"{' or '.join(map(str, counts))} parameters")
         config = self.configs[name]
-        given = dict(zip(info.params, call.args, strict=True))
+        given = dict(zip(passed, call.args, strict=True))
 
         def size(numel: str) -> ast.expr:
             if numel in given:
@@ -303,7 +317,8 @@ class _Launches(ast.NodeTransformer):
         grid = ast.Lambda(ast.arguments(posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[],
                                         kw_defaults=[], defaults=[]),
                           ast.Tuple(axes, ast.Load()))
-        keywords = [ast.keyword(k, ast.Constant(v)) for k, v in info.constants.items()]
+        keywords = [ast.keyword(k, ast.Constant(v)) for k, v in info.constants.items()
+                    if k not in passed]
         keywords += [ast.keyword(_knob(b), ast.Constant(config.blocks[b]))
                      for b in info.blocks]
         keywords += [ast.keyword("num_warps", ast.Constant(config.num_warps)),
