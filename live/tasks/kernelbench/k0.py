@@ -78,7 +78,14 @@ def _rename_blocks(function: ast.FunctionDef) -> None:
 
 
 class NoK0(Exception):
-    """Why a problem's generated code gives no k0 (the message is the reason)."""
+    """Why a problem's generated code gives no k0 (the message is the reason).
+
+    `failure_kind`: a ``FailureKind`` value where the reason is the device's (out of memory:
+    the problem is made again with more room), else None."""
+
+    def __init__(self, reason: str, failure_kind: str | None = None):
+        super().__init__(reason)
+        self.failure_kind = failure_kind
 
 
 @dataclass(frozen=True)

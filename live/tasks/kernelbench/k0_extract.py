@@ -56,6 +56,35 @@ def _chosen_configs(names: list[str]) -> dict[str, LaunchConfig]:
     return configs
 
 
+def _failed(what: str, exc: BaseException) -> NoK0:
+    """``what: ExceptionType: its message`` (whitespace folded, cut at 300 characters), and
+    the failure's kind where the device ran out of memory."""
+    from live.evaluator.failures import FailureKind, exception_kind
+
+    first = " ".join(str(exc).split())[:300]
+    # cuBLAS that cannot allocate its workspace raises a plain RuntimeError (the reference's
+    # own, not a candidate's: its message is safe to read)
+    out_of_memory = exception_kind(exc) is FailureKind.OUT_OF_MEMORY or (
+        type(exc) is RuntimeError and "CUBLAS_STATUS_ALLOC_FAILED" in str(exc))
+    return NoK0(f"{what}: {type(exc).__name__}: {first}",
+                FailureKind.OUT_OF_MEMORY.value if out_of_memory else None)
+
+
+def release_device_memory() -> None:
+    """Drop what a compile left on the device before the check runs in the same worker:
+    dynamo's compiled frames (whose guards and graphs hold the reference model and its
+    parameters), the objects only cycles still hold, and the allocator's cached blocks."""
+    import gc
+
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     """What ``wrap_as_model_new`` needs for `problem` on `device`, from one compiled run."""
     import torch
@@ -72,8 +101,11 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     runtime = ProblemRuntime(problem)
     source = problem.path.read_text(encoding="utf-8")
     forward_args = forward_arguments(source)
-    model = runtime.reference_model(device)
-    inputs = make_inputs(runtime, {}, 0, device)
+    try:
+        model = runtime.reference_model(device)
+        inputs = make_inputs(runtime, {}, 0, device)
+    except Exception as exc:  # noqa: BLE001 - the reference that cannot be built is a reason
+        raise _failed("making the reference model and its inputs failed", exc) from None
     graphs: list[list[Any]] = []
 
     def recording_backend(gm: Any, example_inputs: Any) -> Any:
@@ -90,8 +122,7 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
             eager = model(*inputs)
             _, codes = run_and_get_code(compiled, *inputs)
     except Exception as exc:  # noqa: BLE001 - a problem inductor cannot compile is a reason
-        first = " ".join(str(exc).split())[:300]
-        raise NoK0(f"torch.compile failed: {type(exc).__name__}: {first}") from None
+        raise _failed("torch.compile failed", exc) from None
     if len(graphs) != 1 or len(codes) != 1:
         raise NoK0(f"torch.compile made {len(graphs)} graphs and {len(codes)} modules (one "
                    "of each is wrapped)")
@@ -137,12 +168,17 @@ def k0_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str) -> 
         code = k0_for(find(arg, task_name), runner.device)
     except NoK0 as exc:
         return {"status": "no_k0", "reason": str(exc), "recycle": True,
-                "compile_s": time.perf_counter() - started}
+                "compile_s": time.perf_counter() - started,
+                **({"failure_kind": exc.failure_kind} if exc.failure_kind else {})}
+    finally:
+        if runner.device == "cuda":
+            release_device_memory()
     compile_s = time.perf_counter() - started
     # checked only, as a load-time check without its per-shape rounds
     request = GoldCheckRequest(task_spec=task_spec, task_name=task_name, code=code, seed=0,
                                n_seeds=1, keep_going=False, measure_peaks=False)
     response = runner.evaluate(request, workdir, on_compiled=lambda: None)
     return {"status": "ok", "code": code, "check_status": response.status,
-            "check_error": response.error, "compile_s": compile_s,
+            "check_error": response.error, "check_failure_kind": response.failure_kind,
+            "compile_s": compile_s,
             "check_s": time.perf_counter() - started - compile_s, "recycle": True}

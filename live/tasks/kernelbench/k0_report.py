@@ -13,7 +13,12 @@ reference's operator, inductor's ``extern_kernels.mm`` say, is no Triton k0). Wr
   reasons of the rest;
 - ``worker-results/``: each problem's worker result, written as it arrives, so a stopped run
   loses only the problems in flight: run again with the same OUT, and only the problems without
-  a result there (or whose worker crashed or timed out) are made again.
+  a result there (or whose worker crashed, timed out or ran out of memory) are made again.
+
+A problem that ran out of memory beside the others (its compile, its check, or its worker's
+host-memory limit) is made again after the pool, alone, with a load-time gold check's room for
+a check retried alone (``RETRY_WORKERS``, ``RETRY_MEMORY_MB``): the pool runs up to one worker
+per core on the GPU, each allowed 0.45 of its memory, as the gold checks do.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ from kbsim.trace.layout import atomic_write_bytes
 #: the worker function that makes and checks one k0
 K0_CALL = "live.tasks.kernelbench.k0_extract.k0_in_worker"
 OUTCOMES = ("passes", "fails_check", "rejected", "no_k0", "error")
+#: failure kinds (``FailureKind`` values) that say a problem ran out of room, not that its k0
+#: failed: out of device memory, past the worker's host-memory limit, killed by the system
+OUT_OF_ROOM = ("out_of_memory", "memory_limit", "killed_by_system")
+
+
+def out_of_room(result: dict[str, Any]) -> bool:
+    """Whether a worker result ran out of room: making the k0 (``failure_kind``) or checking
+    it (``check_failure_kind``)."""
+    return (result.get("failure_kind") in OUT_OF_ROOM
+            or result.get("check_failure_kind") in OUT_OF_ROOM)
 
 
 @dataclass(frozen=True)
@@ -145,7 +160,7 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
     from live.evaluator.isolated import Call, run_calls
     from live.evaluator.settings import WorkerSettings
     from live.evaluator.static_check import static_check_for_task
-    from live.gold.load import CHECK_MEMORY_MB
+    from live.gold.load import CHECK_MEMORY_MB, RETRY_MEMORY_MB, RETRY_WORKERS
     from live.tasks.kernelbench import select
     from live.tasks.registry import canonical_spec
     from live.tasks.sources import parse_spec
@@ -169,7 +184,8 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
             result = json.loads(kept_file(problem.name).read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if result.get("status") in ("ok", "no_k0"):  # a crash or a time-out is tried again
+        # a crash, a time-out or a problem out of memory is tried again
+        if result.get("status") in ("ok", "no_k0") and not out_of_room(result):
             earlier[problem.name] = result
     calls = [Call(p.name, K0_CALL, {"task_spec": spec, "task_name": p.task_name}, timeout_s)
              for p in problems if p.name not in earlier]
@@ -195,6 +211,16 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
                                    settings=WorkerSettings(gpu_workers=2),
                                    host_room=HostRoom() if device == "cuda" else None,
                                    on_result=arrived) if calls else {})
+    # out of memory beside the others: again, one at a time, with more room
+    again = [call for call in calls if out_of_room(results.get(call.key, {}))]
+    if again:
+        if bar is not None:
+            bar.total += len(again)
+            bar.set_description("k0 out of memory, again alone")
+        results |= run_calls(again, device=device, workers=RETRY_WORKERS,
+                             memory_limit_mb=RETRY_MEMORY_MB,
+                             settings=WorkerSettings(gpu_workers=RETRY_WORKERS),
+                             on_result=arrived)
     if bar is not None:
         bar.close()
     outcomes = []

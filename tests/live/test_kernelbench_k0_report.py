@@ -1,0 +1,152 @@
+"""``kernelband tasks k0`` out of memory: a problem that ran out of room beside the others is
+made again alone (and again on a resumed run), the worker frees what the compile left on the
+device before the check, and the reasons say what failed.
+
+The pool is replaced by a stand-in (``run_calls``), so these run on a CPU without torch.compile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live.evaluator import isolated
+from live.gold.load import RETRY_MEMORY_MB, RETRY_WORKERS
+from live.tasks.kernelbench import k0_extract, k0_report
+from live.tasks.kernelbench.k0 import NoK0
+
+MINI = Path(__file__).parent / "fixtures" / "kernelbench_mini"
+SPEC = f"kernelbench:{MINI}"
+RELU, MATMUL, SUM = "level1/1_ReLU", "level1/2_Matmul", "level1/3_Sum_over_a_dimension"
+OOM = "CUDA out of memory. Tried to allocate 6.00 GiB."
+
+
+class Pools:
+    """Stands in for `run_calls`: answers each pool from `answers` (one dict per pool, by
+    problem) and records the calls and settings of each."""
+
+    def __init__(self, *answers: dict[str, dict[str, Any]]):
+        self.answers = list(answers)
+        self.asked: list[dict[str, Any]] = []
+
+    def __call__(self, calls, on_result=None, **kwargs):
+        answer = self.answers[len(self.asked)]
+        self.asked.append({"keys": sorted(c.key for c in calls), **kwargs})
+        results = {}
+        for call in calls:
+            results[call.key] = answer[call.key]
+            on_result(call, results[call.key])
+        return results
+
+
+def no_kernel(reason: str = "inductor generated no Triton kernel") -> dict[str, Any]:
+    return {"status": "no_k0", "reason": reason}
+
+
+def test_problems_out_of_memory_are_made_again_alone(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pools = Pools(
+        {RELU: {**no_kernel(f"torch.compile failed: OutOfMemoryError: {OOM}"),
+                "failure_kind": "out_of_memory"},
+         MATMUL: {"status": "error", "error": f"torch.OutOfMemoryError: {OOM}",
+                  "failure_kind": "out_of_memory"},
+         SUM: no_kernel()},
+        {RELU: no_kernel("inductor generated no Triton kernel (it calls aten.relu)"),
+         MATMUL: no_kernel("inductor generated no Triton kernel (it calls extern_kernels.mm)")})
+    monkeypatch.setattr(isolated, "run_calls", pools)
+    report = k0_report.build_k0s(f"{SPEC}@level1", tmp_path, device="cpu")
+    assert [a["keys"] for a in pools.asked] == [sorted([RELU, MATMUL, SUM]),
+                                                sorted([RELU, MATMUL])]
+    alone = pools.asked[1]
+    assert alone["workers"] == RETRY_WORKERS == alone["settings"].gpu_workers
+    assert alone["memory_limit_mb"] == RETRY_MEMORY_MB
+    assert report["problems"][RELU]["reason"].endswith("(it calls aten.relu)")
+    assert report["problems"][MATMUL]["outcome"] == "no_k0"
+    assert "torch.compile failed" not in json.dumps(report["levels"])
+    kept = json.loads((tmp_path / "worker-results" / "level1__1_ReLU.json").read_text())
+    assert kept["reason"].endswith("(it calls aten.relu)")
+
+
+def test_a_check_out_of_memory_is_made_again(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A k0 made whose check ran out of device memory is made (and checked) again alone."""
+    out_of_room = {"status": "ok", "code": "x = 1\n", "check_status": "runtime_error",
+                   "check_error": f"OutOfMemoryError: {OOM}",
+                   "check_failure_kind": "out_of_memory"}
+    pools = Pools({RELU: out_of_room, MATMUL: no_kernel(), SUM: no_kernel()},
+                  {RELU: no_kernel("alone")})
+    monkeypatch.setattr(isolated, "run_calls", pools)
+    report = k0_report.build_k0s(f"{SPEC}@level1", tmp_path, device="cpu")
+    assert pools.asked[1]["keys"] == [RELU]
+    assert report["problems"][RELU]["reason"] == "alone"
+
+
+def test_a_resumed_run_makes_the_problems_out_of_memory_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = tmp_path / "worker-results"
+    kept.mkdir()
+    (kept / "level1__1_ReLU.json").write_text(json.dumps(
+        {**no_kernel(f"torch.compile failed: OutOfMemoryError: {OOM}"),
+         "failure_kind": "out_of_memory"}))
+    (kept / "level1__2_Matmul.json").write_text(json.dumps(no_kernel()))
+    pools = Pools({RELU: no_kernel("made"), SUM: no_kernel("made")})
+    monkeypatch.setattr(isolated, "run_calls", pools)
+    report = k0_report.build_k0s(f"{SPEC}@level1", tmp_path, device="cpu")
+    assert pools.asked[0]["keys"] == sorted([RELU, SUM])
+    assert report["problems"][RELU]["reason"] == "made"
+
+
+def test_a_compile_out_of_memory_says_so_and_its_kind() -> None:
+    import torch
+
+    failed = k0_extract._failed("torch.compile failed", torch.OutOfMemoryError(OOM))
+    assert str(failed) == f"torch.compile failed: OutOfMemoryError: {OOM}"
+    assert failed.failure_kind == "out_of_memory"
+    other = k0_extract._failed("torch.compile failed", ValueError("no\n  such   op"))
+    assert str(other) == "torch.compile failed: ValueError: no such op"
+    assert other.failure_kind is None
+    cublas = k0_extract._failed("torch.compile failed", RuntimeError(
+        "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    assert cublas.failure_kind == "out_of_memory"
+
+
+class FakeRunner:
+    def __init__(self, device: str, events: list[str]):
+        self.device = device
+        self.events = events
+
+    def evaluate(self, request, workdir, on_compiled):
+        self.events.append("check")
+
+        class Response:
+            status, error, failure_kind = "ok", None, None
+        return Response()
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_the_worker_frees_the_compile_before_the_check(device: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(k0_extract, "k0_for", lambda problem, device_: events.append("compile")
+                        or "x = 1\n")
+    monkeypatch.setattr(k0_extract, "release_device_memory", lambda: events.append("release"))
+    result = k0_extract.k0_in_worker(FakeRunner(device, events), tmp_path, SPEC,
+                                     f"kernelbench/{RELU}")
+    assert result["status"] == "ok" and result["check_status"] == "ok"
+    assert events == (["compile", "release", "check"] if device == "cuda"
+                      else ["compile", "check"])
+
+
+def test_the_worker_passes_an_out_of_memory_kind_on(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def out_of_memory(problem, device):
+        raise NoK0(f"torch.compile failed: OutOfMemoryError: {OOM}", "out_of_memory")
+
+    monkeypatch.setattr(k0_extract, "k0_for", out_of_memory)
+    result = k0_extract.k0_in_worker(FakeRunner("cpu", []), tmp_path, SPEC,
+                                     f"kernelbench/{RELU}")
+    assert result["status"] == "no_k0" and result["failure_kind"] == "out_of_memory"
+    assert k0_report.out_of_room(result)
