@@ -150,3 +150,31 @@ def test_the_worker_passes_an_out_of_memory_kind_on(tmp_path: Path,
                                      f"kernelbench/{RELU}")
     assert result["status"] == "no_k0" and result["failure_kind"] == "out_of_memory"
     assert k0_report.out_of_room(result)
+
+
+@pytest.mark.parametrize(("result", "reason", "counted"), [
+    ({"status": "error", "error": "torch.AcceleratorError: CUDA error: out of memory\nSearch for "
+      "`cudaErrorMemoryAllocation' in the CUDA documentation"},
+     "worker error: torch.AcceleratorError: CUDA error: out of memory",
+     "worker error: AcceleratorError"),
+    ({"status": "error", "error": f"torch.OutOfMemoryError: {OOM}"},
+     f"worker error: torch.OutOfMemoryError: {OOM}", "worker error: OutOfMemoryError"),
+    ({"status": "timeout", "error": "ran past 600 s"}, "worker timeout: ran past 600 s",
+     "worker timeout"),
+    ({"status": "crashed"}, "worker crashed: no error given", "worker crashed"),
+])
+def test_a_worker_failure_says_what_failed(result: dict[str, Any], reason: str,
+                                           counted: str) -> None:
+    outcome, code = k0_report.judge(RELU, SPEC, f"kernelbench/{RELU}", result,
+                                    lambda c, s, n: None)
+    assert (outcome.outcome, outcome.reason, code) == ("error", reason, None)
+    assert k0_report.reason_class(outcome) == counted
+
+
+def test_a_reference_that_cannot_be_built_is_counted_by_its_exception() -> None:
+    outcome = k0_report.K0Outcome(RELU, "no_k0", "making the reference model and its inputs "
+                                  f"failed: OutOfMemoryError: {OOM}")
+    assert k0_report.reason_class(outcome) == \
+        "making the reference model and its inputs failed: OutOfMemoryError"
+    compiled = k0_report.K0Outcome(RELU, "no_k0", f"torch.compile failed: Unsupported: {OOM}")
+    assert k0_report.reason_class(compiled) == "torch.compile failed: Unsupported"

@@ -58,7 +58,8 @@ class K0Outcome:
         outcome: ``passes`` | ``fails_check`` (made, but incorrect or failing to run) |
             ``rejected`` (made, refused by the static check) | ``no_k0`` (none made) |
             ``error`` (the worker crashed or timed out).
-        reason: why not ``passes`` (one sentence), else None.
+        reason: why not ``passes`` (one sentence), else None; for ``error``, ``worker
+            STATUS: FIRST LINE`` (``worker error: torch.OutOfMemoryError: CUDA out of ...``).
         file: the k0 file under OUT, when one was made.
         compile_s: seconds to compile and wrap; check_s: seconds to check.
     """
@@ -84,8 +85,11 @@ def judge(problem: str, task_spec: str, task_name: str, result: dict[str, Any],
         return K0Outcome(problem, "no_k0", result.get("reason"), **timings), None
     code = result.get("code")
     if status != "ok" or not isinstance(code, str):
-        error = " ".join(str(result.get("error") or "").split())[:300]
-        return K0Outcome(problem, "error", f"{status}: {error}", **timings), None
+        # the worker's failure: its status and the first line of its error (the exception's
+        # type and message, as the worker formats it)
+        lines = str(result.get("error") or "").strip().splitlines()
+        first = " ".join(lines[0].split())[:300] if lines else "no error given"
+        return K0Outcome(problem, "error", f"worker {status}: {first}", **timings), None
     refused = static_check(code, task_spec, task_name)
     if refused is not None:
         return K0Outcome(problem, "rejected", refused, **timings), code
@@ -111,12 +115,15 @@ def reason_class(outcome: K0Outcome) -> str:
     if outcome.outcome == "no_k0":
         if reason.startswith("inductor generated no Triton kernel"):
             return "no Triton kernel (extern calls only)"
-        if reason.startswith("torch.compile failed"):
-            return "torch.compile failed: " + reason.split(": ", 2)[1][:40]
+        if reason.startswith(("torch.compile failed", "making the reference model")):
+            return ": ".join(reason.split(": ", 2)[:2])[:100]
         if reason.startswith("kernel "):
             return re.sub(r"^kernel \w+: ", "", reason).split(" (")[0][:60]
         return reason.split(":")[0][:60]
-    return outcome.outcome + ": " + reason.split(":")[0][:40]
+    # a worker's failure: its status (error, crashed, timeout) and the exception's type
+    status, _, error = reason.removeprefix("worker ").partition(": ")
+    raised = re.match(r"([\w.]+(?:Error|Exception|Interrupt|Exit))\b", error)
+    return "worker " + status + (f": {raised.group(1).rsplit('.', 1)[-1]}" if raised else "")
 
 
 def summarize(outcomes: Sequence[K0Outcome]) -> dict[str, dict[str, Any]]:
