@@ -178,3 +178,31 @@ def test_a_reference_that_cannot_be_built_is_counted_by_its_exception() -> None:
         "making the reference model and its inputs failed: OutOfMemoryError"
     compiled = k0_report.K0Outcome(RELU, "no_k0", f"torch.compile failed: Unsupported: {OOM}")
     assert k0_report.reason_class(compiled) == "torch.compile failed: Unsupported"
+
+
+def test_a_reference_that_warns_compiles_in_one_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nn.InstanceNorm`` warns when the input's size is not its ``num_features``: with the
+    warning reordered after the graph, ``fullgraph=True`` still compiles (and it still warns)."""
+    import warnings
+
+    import torch
+    import torch._dynamo
+
+    def forward(x):
+        if x.shape[0] != 3:
+            warnings.warn("input's size at dim=1 does not match num_features", stacklevel=2)
+        return x * 2
+
+    monkeypatch.setattr(torch._dynamo.config, "reorderable_logging_functions", set())
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="warn"):
+        torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
+    torch._dynamo.reset()
+    k0_extract.reorder_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
+    torch._dynamo.reset()
+    assert out.tolist() == [2.0] * 4
+    assert [str(w.message) for w in caught] == [
+        "input's size at dim=1 does not match num_features"]

@@ -85,6 +85,18 @@ def release_device_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def reorder_warnings() -> None:
+    """Let dynamo trace a ``warnings.warn`` call in one graph, issuing the warning after it
+    (as it does ``print``): under ``fullgraph=True`` it was a graph break, and a problem whose
+    reference warns (``nn.InstanceNorm`` on an input whose size is not its ``num_features``)
+    got no k0."""
+    import warnings
+
+    import torch._dynamo
+
+    torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)
+
+
 def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     """What ``wrap_as_model_new`` needs for `problem` on `device`, from one compiled run."""
     import torch
@@ -114,6 +126,7 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
         return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
+    reorder_warnings()
     torch._inductor.config.compile_threads = 1  # no compile pool inside an evaluator worker
     torch._inductor.config.fx_graph_cache = False  # a cache hit need not show the code
     compiled = torch.compile(model, backend=recording_backend, fullgraph=True)
