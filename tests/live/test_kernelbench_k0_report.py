@@ -180,7 +180,7 @@ def test_a_reference_that_cannot_be_built_is_counted_by_its_exception() -> None:
     assert k0_report.reason_class(compiled) == "torch.compile failed: Unsupported"
 
 
-def test_a_reference_that_warns_compiles_in_one_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reference_that_warns_compiles_in_one_graph() -> None:
     """``nn.InstanceNorm`` warns when the input's size is not its ``num_features``: with the
     warning reordered after the graph, ``fullgraph=True`` still compiles (and it still warns)."""
     import warnings
@@ -193,16 +193,96 @@ def test_a_reference_that_warns_compiles_in_one_graph(monkeypatch: pytest.Monkey
             warnings.warn("input's size at dim=1 does not match num_features", stacklevel=2)
         return x * 2
 
-    monkeypatch.setattr(torch._dynamo.config, "reorderable_logging_functions", set())
-    torch._dynamo.reset()
-    with pytest.raises(Exception, match="warn"):
-        torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
-    torch._dynamo.reset()
-    k0_extract.reorder_warnings()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
-    torch._dynamo.reset()
+    reorderable = torch._dynamo.config.reorderable_logging_functions
+    saved = set(reorderable)
+    reorderable.discard(warnings.warn)
+    try:
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="warn"):
+            torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
+        torch._dynamo.reset()
+        k0_extract.reorder_warnings()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = torch.compile(forward, backend="eager", fullgraph=True)(torch.ones(4))
+    finally:
+        torch._dynamo.reset()
+        reorderable.clear()
+        reorderable.update(saved)
     assert out.tolist() == [2.0] * 4
     assert [str(w.message) for w in caught] == [
         "input's size at dim=1 does not match num_features"]
+
+
+STATEFUL = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Keeps a hidden tensor as a plain attribute and replaces it at each call."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.hidden = torch.zeros(2, 4)
+
+    def forward(self, x):
+        self.hidden = self.hidden.to(x.device) + 1
+        return self.fc(x) + self.hidden
+
+
+def get_inputs():
+    return [torch.rand(2, 4)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_compile_sees_the_model_as_built(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph is traced from the reference model's state before any call, the state the
+    check's ModelNew starts from (an earlier eager call had replaced ``self.hidden``, and the
+    k0 compiled from that state read a tensor its fresh model does not hold)."""
+    import torch
+    import torch._dynamo
+    import torch._inductor.compile_fx
+    import torch._inductor.utils
+
+    from live.tasks.kernelbench import task
+    from live.tasks.kernelbench.problems import Problem
+
+    (tmp_path / "level3").mkdir()
+    path = tmp_path / "level3" / "33_Stateful.py"
+    path.write_text(STATEFUL)
+    problem = Problem("level3", 33, "33_Stateful", path)
+    seen: list[list[torch.Tensor]] = []
+    relu = json.loads((Path(__file__).parent / "fixtures" / "kernelbench_k0" / "relu.json")
+                      .read_text())
+
+    def graph_as_is(gm, example_inputs):
+        seen.append([t.clone() for t in example_inputs])
+        return gm.forward
+
+    build, inputs = task.ProblemRuntime.reference_model, task.make_inputs
+    monkeypatch.setattr(task.ProblemRuntime, "reference_model",
+                        lambda self, device: build(self, "cpu"))
+    monkeypatch.setattr(task, "make_inputs", lambda runtime, shape, seed, device:
+                        inputs(runtime, shape, seed, "cpu"))
+    monkeypatch.setattr(torch._inductor.compile_fx, "compile_fx", graph_as_is)
+    monkeypatch.setattr(torch._inductor.utils, "run_and_get_code",
+                        lambda fn, *args: (fn(*args), [relu["output_code"]]))
+    reorderable = torch._dynamo.config.reorderable_logging_functions
+    saved = set(reorderable)
+    try:
+        compiled = k0_extract.compile_problem(problem, "cuda")
+    finally:
+        torch._dynamo.reset()
+        reorderable.clear()
+        reorderable.update(saved)
+    assert "self.hidden" in compiled["graph_inputs"]
+    (example,) = seen
+    hidden = example[compiled["graph_inputs"].index("self.hidden")]
+    assert torch.equal(hidden, torch.zeros(2, 4))
+    assert compiled["n_outputs"] is None

@@ -5,9 +5,10 @@ Triton code as ``ModelNew`` (worker side; the wrapping itself is ``live.tasks.ke
 device, in autograd-free mode as the task calls it) with ``fullgraph=True`` through a backend
 that records the graph's inputs (where ``torch.compile`` found each: a forward argument or a
 parameter of the model) before handing the graph to inductor, runs it once on the problem's
-input, and reads the generated module's source and the launch configuration inductor's
-autotuner chose for each kernel. ``k0_in_worker`` does that in an evaluator worker and then
-checks the wrapped k0 there as the load-time gold check checks a k0 (``check_only``).
+input (the model's first call: no eager call before it), and reads the generated module's
+source and the launch configuration inductor's autotuner chose for each kernel.
+``k0_in_worker`` does that in an evaluator worker and then checks the wrapped k0 there as the
+load-time gold check checks a k0 (``check_only``).
 """
 
 from __future__ import annotations
@@ -132,8 +133,10 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     compiled = torch.compile(model, backend=recording_backend, fullgraph=True)
     try:
         with torch.no_grad():
-            eager = model(*inputs)
-            _, codes = run_and_get_code(compiled, *inputs)
+            # compiled on the model as built, before any call: a forward that changes the
+            # model's state (an RNN's hidden tensor moved to the device and replaced) is
+            # traced from the state ModelNew starts from; its result gives the output's form
+            result, codes = run_and_get_code(compiled, *inputs)
     except Exception as exc:  # noqa: BLE001 - a problem inductor cannot compile is a reason
         raise _failed("torch.compile failed", exc) from None
     if len(graphs) != 1 or len(codes) != 1:
@@ -146,12 +149,12 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
             raise NoK0("a graph input has no recorded source (a dynamic size or a constant)")
         name = source_.name() if callable(source_.name) else source_.name
         graph_inputs.append(source_expression(str(name)))
-    if isinstance(eager, torch.Tensor):
+    if isinstance(result, torch.Tensor):
         n_outputs = None
-    elif isinstance(eager, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in eager):
-        n_outputs = len(eager)
+    elif isinstance(result, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in result):
+        n_outputs = len(result)
     else:
-        raise NoK0(f"the forward returns a {type(eager).__name__}, not a tensor or a tuple "
+        raise NoK0(f"the forward returns a {type(result).__name__}, not a tensor or a tuple "
                    "of them")
     _, kernels = inductor_kernels(codes[0])
     return {"output_code": codes[0], "forward_args": forward_args,
