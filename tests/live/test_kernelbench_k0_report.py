@@ -286,3 +286,17 @@ def test_the_compile_sees_the_model_as_built(tmp_path: Path,
     hidden = example[compiled["graph_inputs"].index("self.hidden")]
     assert torch.equal(hidden, torch.zeros(2, 4))
     assert compiled["n_outputs"] is None
+
+
+def test_freeing_a_failed_device_does_not_hide_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After CUDA's out-of-memory error the device may refuse every call: emptying the cache
+    then raises, and the problem's reason (already made) must still come back."""
+    import torch
+
+    def failed() -> None:
+        raise torch.AcceleratorError("CUDA error: out of memory")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", failed)
+    k0_extract.release_device_memory()

@@ -83,7 +83,10 @@ def release_device_memory() -> None:
     torch._dynamo.reset()
     gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:  # a device left failed (CUDA's errors are sticky): the check
+            pass              # says so itself, and the worker is replaced after this call
 
 
 def reorder_warnings() -> None:
