@@ -31,7 +31,9 @@ def k0(task_spec: str, out: str, device: str, workers: int | None, timeout_s: fl
     Prints, per level, how many problems have a k0 that passes and why the rest do not;
     OUT/k0.json then selects those problems with their k0s for a live run. Each problem's
     result is kept in OUT/worker-results as it arrives: a run stopped midway, run again with
-    the same OUT, makes only the problems left (and those whose worker crashed or timed out).
+    the same OUT, makes only the problems left (and those whose worker crashed, timed out or
+    ran out of memory). A problem out of memory beside the others is made again alone at the
+    end. Make all levels with one command: several at once share the GPU's memory.
 
     \b
     Example:

@@ -11,7 +11,8 @@ plain candidate the rest of kernelband can judge and mutate:
 - each ``kernel.run(args...)`` becomes a launch ``kernel[lambda meta: grid](args...,
   BLOCK_X=..., num_warps=..., num_stages=...)``: block sizes and warps as literal keywords (the
   configuration inductor's autotuner chose when known, else a plain default), the grid from the
-  kernel's ``grid_type`` (1-D, 2-D, 3-D) reading the block sizes from ``meta``, so the mutate
+  kernel's ``grid_type`` (1-D, 2-D, 3-D, 2-D with a y axis split over z past CUDA's 65,535
+  programs, batched matmul's 3-D: ``GRIDS``) reading the block sizes from ``meta``, so the mutate
   proposer's block-size edits keep the grid right (inductor's ``XBLOCK``/``YBLOCK``/``ZBLOCK``
   are renamed ``BLOCK_X``/``BLOCK_Y``/``BLOCK_Z``, the names its tiling edits know);
 - the problem's own code comes first, so ``class ModelNew(Model)`` builds the same parameters,
@@ -27,18 +28,30 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 #: inductor kernel kinds wrapped (the decorator's name); others are reported, not wrapped
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
-#: grid types wrapped, and the (numel, block) pair of each grid axis
-GRIDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Grid1D": (("xnumel", "XBLOCK"),),
-    "Grid2D": (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK")),
-    "Grid3D": (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK"), ("znumel", "ZBLOCK")),
+#: the most programs CUDA launches along a grid's y (and z) axis (inductor's ``get_max_y_grid``)
+MAX_Y_GRID = 65535
+_Y_PROGRAMS = "cdiv(ynumel, YBLOCK)"
+_Z_SPLIT = f"cdiv({_Y_PROGRAMS}, {MAX_Y_GRID})"
+#: grid types wrapped, and each grid axis as inductor's launcher computes it (its
+#: ``triton_heuristics`` grid classes), over the kernel's ``*numel`` arguments and block sizes.
+#: ``Grid2DWithYZOverflow``: a y axis of more than MAX_Y_GRID programs is split over y and z
+#: (the kernel reads its y block as ``program_id(1) + program_id(2) * num_programs(1)``);
+#: ``BatchMatmulGrid3D``: the batch (z) on the grid's x axis.
+GRIDS: dict[str, tuple[str, ...]] = {
+    "Grid1D": ("cdiv(xnumel, XBLOCK)",),
+    "Grid2D": ("cdiv(xnumel, XBLOCK)", _Y_PROGRAMS),
+    "Grid3D": ("cdiv(xnumel, XBLOCK)", _Y_PROGRAMS, "cdiv(znumel, ZBLOCK)"),
+    "Grid2DWithYZOverflow": ("cdiv(xnumel, XBLOCK)",
+                             f"cdiv({_Y_PROGRAMS}, max(1, {_Z_SPLIT}))", _Z_SPLIT),
+    "BatchMatmulGrid3D": ("cdiv(znumel, ZBLOCK)", _Y_PROGRAMS, "cdiv(xnumel, XBLOCK)"),
 }
+_NUMELS = ("xnumel", "ynumel", "znumel")
 #: top-level statements of the generated module that are not carried into k0
 _DROPPED_IMPORTS = {"ctypes", "torch._inductor.async_compile"}
 _DROPPED_NAMES = {"async_compile", "runner", "call", "recursively_apply_fns", "get_args",
@@ -65,7 +78,14 @@ def _rename_blocks(function: ast.FunctionDef) -> None:
 
 
 class NoK0(Exception):
-    """Why a problem's generated code gives no k0 (the message is the reason)."""
+    """Why a problem's generated code gives no k0 (the message is the reason).
+
+    `failure_kind`: a ``FailureKind`` value where the reason is the device's (out of memory:
+    the problem is made again with more room), else None."""
+
+    def __init__(self, reason: str, failure_kind: str | None = None):
+        super().__init__(reason)
+        self.failure_kind = failure_kind
 
 
 @dataclass(frozen=True)
@@ -77,7 +97,8 @@ class KernelInfo:
     function: ast.FunctionDef
     #: positional parameters (the ``run`` call's arguments), in order
     params: tuple[str, ...]
-    #: constexpr parameters inductor fixed (``{"xnumel": 1}``)
+    #: parameters inductor fixed (``{"xnumel": 1}``): passed by the ``run`` call where they
+    #: are in `params`, else given as keywords
     constants: dict[str, Any]
     #: constexpr parameters the launch chooses (``XBLOCK``, ``R0_BLOCK``)
     blocks: tuple[str, ...]
@@ -155,9 +176,15 @@ def kernel_info(name: str, source: str) -> KernelInfo:
         size_hints = ast.literal_eval(hints_node) if hints_node is not None else {}
     except ValueError:
         size_hints = {}
-    params = tuple(p for p, kind_ in signature.items() if kind_ != "constexpr")
+    # the run call passes every parameter the kernel does not declare ``tl.constexpr``, in
+    # order: its numels too where inductor made them constants (a numel of 1 is "constexpr" in
+    # the signature and 1 in ``constants``, yet passed); the launcher fills the block sizes
     declared = [a.arg for a in main.args.args]
-    blocks = tuple(a for a in declared if a not in params and a not in constants)
+    annotated = {a.arg for a in main.args.args
+                 if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+    blocks = tuple(a for a in declared if a not in constants
+                   and (a in annotated or signature.get(a) == "constexpr"))
+    params = tuple(a for a in declared if a not in blocks and a not in annotated)
     imports = tuple(n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
     helpers = tuple(f for f in functions if f is not main)
     return KernelInfo(name, kind, main, params, dict(constants), blocks, str(grid_type),
@@ -224,6 +251,24 @@ def _extern_calls(function: ast.FunctionDef) -> list[str]:
                                                        "torch.ops."))})
 
 
+class _AxisTerms(ast.NodeTransformer):
+    """A `GRIDS` axis as launch code: ``cdiv`` -> ``triton.cdiv``, a numel -> the launch's
+    argument for it, a block size -> ``meta[...]`` (or the constant inductor fixed)."""
+
+    def __init__(self, size: Callable[[str], ast.expr], block: Callable[[str], ast.expr]):
+        self.size = size
+        self.block = block
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id == "cdiv":
+            return ast.parse("triton.cdiv", mode="eval").body
+        if node.id in _NUMELS:
+            return self.size(node.id)
+        if node.id.endswith("BLOCK"):
+            return self.block(node.id)
+        return node
+
+
 class _Launches(ast.NodeTransformer):
     """``kernel.run(args, stream=...)`` -> ``kernel[lambda meta: grid](args, BLOCK=...)``;
     stream look-ups dropped."""
@@ -249,11 +294,18 @@ class _Launches(ast.NodeTransformer):
 
     def _launch(self, name: str, call: ast.Call) -> ast.Call:
         info = self.kernels[name]
-        if len(call.args) != len(info.params):
+        # the run call passes the fixed parameters (inductor's form), or leaves them out
+        unfixed = tuple(p for p in info.params if p not in info.constants)
+        if len(call.args) == len(info.params):
+            passed = info.params
+        elif len(call.args) == len(unfixed):
+            passed = unfixed
+        else:
+            counts = sorted({len(info.params), len(unfixed)})
             raise NoK0(f"kernel {name}: launched with {len(call.args)} arguments for "
-                       f"{len(info.params)} parameters")
+                       f"{' or '.join(map(str, counts))} parameters")
         config = self.configs[name]
-        given = dict(zip(info.params, call.args, strict=True))
+        given = dict(zip(passed, call.args, strict=True))
 
         def size(numel: str) -> ast.expr:
             if numel in given:
@@ -267,12 +319,13 @@ class _Launches(ast.NodeTransformer):
                 return ast.parse(f"meta[{_knob(name_)!r}]", mode="eval").body
             return ast.Constant(int(info.constants.get(name_, 1)))
 
-        axes = [ast.Call(ast.parse("triton.cdiv", mode="eval").body, [size(n), block(b)], [])
-                for n, b in GRIDS[info.grid_type]]
+        axes = [_AxisTerms(size, block).visit(ast.parse(axis, mode="eval").body)
+                for axis in GRIDS[info.grid_type]]
         grid = ast.Lambda(ast.arguments(posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[],
                                         kw_defaults=[], defaults=[]),
                           ast.Tuple(axes, ast.Load()))
-        keywords = [ast.keyword(k, ast.Constant(v)) for k, v in info.constants.items()]
+        keywords = [ast.keyword(k, ast.Constant(v)) for k, v in info.constants.items()
+                    if k not in passed]
         keywords += [ast.keyword(_knob(b), ast.Constant(config.blocks[b]))
                      for b in info.blocks]
         keywords += [ast.keyword("num_warps", ast.Constant(config.num_warps)),

@@ -5,9 +5,10 @@ Triton code as ``ModelNew`` (worker side; the wrapping itself is ``live.tasks.ke
 device, in autograd-free mode as the task calls it) with ``fullgraph=True`` through a backend
 that records the graph's inputs (where ``torch.compile`` found each: a forward argument or a
 parameter of the model) before handing the graph to inductor, runs it once on the problem's
-input, and reads the generated module's source and the launch configuration inductor's
-autotuner chose for each kernel. ``k0_in_worker`` does that in an evaluator worker and then
-checks the wrapped k0 there as the load-time gold check checks a k0 (``check_only``).
+input (the model's first call: no eager call before it), and reads the generated module's
+source and the launch configuration inductor's autotuner chose for each kernel.
+``k0_in_worker`` does that in an evaluator worker and then checks the wrapped k0 there as the
+load-time gold check checks a k0 (``check_only``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,50 @@ def _chosen_configs(names: list[str]) -> dict[str, LaunchConfig]:
     return configs
 
 
+def _failed(what: str, exc: BaseException) -> NoK0:
+    """``what: ExceptionType: its message`` (whitespace folded, cut at 300 characters), and
+    the failure's kind where the device ran out of memory."""
+    from live.evaluator.failures import FailureKind, exception_kind
+
+    first = " ".join(str(exc).split())[:300]
+    # cuBLAS that cannot allocate its workspace raises a plain RuntimeError (the reference's
+    # own, not a candidate's: its message is safe to read)
+    out_of_memory = exception_kind(exc) is FailureKind.OUT_OF_MEMORY or (
+        type(exc) is RuntimeError and "CUBLAS_STATUS_ALLOC_FAILED" in str(exc))
+    return NoK0(f"{what}: {type(exc).__name__}: {first}",
+                FailureKind.OUT_OF_MEMORY.value if out_of_memory else None)
+
+
+def release_device_memory() -> None:
+    """Drop what a compile left on the device before the check runs in the same worker:
+    dynamo's compiled frames (whose guards and graphs hold the reference model and its
+    parameters), the objects only cycles still hold, and the allocator's cached blocks."""
+    import gc
+
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:  # a device left failed (CUDA's errors are sticky): the check
+            pass              # says so itself, and the worker is replaced after this call
+
+
+def reorder_warnings() -> None:
+    """Let dynamo trace a ``warnings.warn`` call in one graph, issuing the warning after it
+    (as it does ``print``): under ``fullgraph=True`` it was a graph break, and a problem whose
+    reference warns (``nn.InstanceNorm`` on an input whose size is not its ``num_features``)
+    got no k0."""
+    import warnings
+
+    import torch._dynamo
+
+    torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)
+
+
 def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     """What ``wrap_as_model_new`` needs for `problem` on `device`, from one compiled run."""
     import torch
@@ -72,8 +117,11 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
     runtime = ProblemRuntime(problem)
     source = problem.path.read_text(encoding="utf-8")
     forward_args = forward_arguments(source)
-    model = runtime.reference_model(device)
-    inputs = make_inputs(runtime, {}, 0, device)
+    try:
+        model = runtime.reference_model(device)
+        inputs = make_inputs(runtime, {}, 0, device)
+    except Exception as exc:  # noqa: BLE001 - the reference that cannot be built is a reason
+        raise _failed("making the reference model and its inputs failed", exc) from None
     graphs: list[list[Any]] = []
 
     def recording_backend(gm: Any, example_inputs: Any) -> Any:
@@ -82,16 +130,18 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
         return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
+    reorder_warnings()
     torch._inductor.config.compile_threads = 1  # no compile pool inside an evaluator worker
     torch._inductor.config.fx_graph_cache = False  # a cache hit need not show the code
     compiled = torch.compile(model, backend=recording_backend, fullgraph=True)
     try:
         with torch.no_grad():
-            eager = model(*inputs)
-            _, codes = run_and_get_code(compiled, *inputs)
+            # compiled on the model as built, before any call: a forward that changes the
+            # model's state (an RNN's hidden tensor moved to the device and replaced) is
+            # traced from the state ModelNew starts from; its result gives the output's form
+            result, codes = run_and_get_code(compiled, *inputs)
     except Exception as exc:  # noqa: BLE001 - a problem inductor cannot compile is a reason
-        first = " ".join(str(exc).split())[:300]
-        raise NoK0(f"torch.compile failed: {type(exc).__name__}: {first}") from None
+        raise _failed("torch.compile failed", exc) from None
     if len(graphs) != 1 or len(codes) != 1:
         raise NoK0(f"torch.compile made {len(graphs)} graphs and {len(codes)} modules (one "
                    "of each is wrapped)")
@@ -102,12 +152,12 @@ def compile_problem(problem: Problem, device: str) -> dict[str, Any]:
             raise NoK0("a graph input has no recorded source (a dynamic size or a constant)")
         name = source_.name() if callable(source_.name) else source_.name
         graph_inputs.append(source_expression(str(name)))
-    if isinstance(eager, torch.Tensor):
+    if isinstance(result, torch.Tensor):
         n_outputs = None
-    elif isinstance(eager, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in eager):
-        n_outputs = len(eager)
+    elif isinstance(result, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in result):
+        n_outputs = len(result)
     else:
-        raise NoK0(f"the forward returns a {type(eager).__name__}, not a tensor or a tuple "
+        raise NoK0(f"the forward returns a {type(result).__name__}, not a tensor or a tuple "
                    "of them")
     _, kernels = inductor_kernels(codes[0])
     return {"output_code": codes[0], "forward_args": forward_args,
@@ -137,12 +187,17 @@ def k0_in_worker(runner: Any, workdir: Path, task_spec: str, task_name: str) -> 
         code = k0_for(find(arg, task_name), runner.device)
     except NoK0 as exc:
         return {"status": "no_k0", "reason": str(exc), "recycle": True,
-                "compile_s": time.perf_counter() - started}
+                "compile_s": time.perf_counter() - started,
+                **({"failure_kind": exc.failure_kind} if exc.failure_kind else {})}
+    finally:
+        if runner.device == "cuda":
+            release_device_memory()
     compile_s = time.perf_counter() - started
     # checked only, as a load-time check without its per-shape rounds
     request = GoldCheckRequest(task_spec=task_spec, task_name=task_name, code=code, seed=0,
                                n_seeds=1, keep_going=False, measure_peaks=False)
     response = runner.evaluate(request, workdir, on_compiled=lambda: None)
     return {"status": "ok", "code": code, "check_status": response.status,
-            "check_error": response.error, "compile_s": compile_s,
+            "check_error": response.error, "check_failure_kind": response.failure_kind,
+            "compile_s": compile_s,
             "check_s": time.perf_counter() - started - compile_s, "recycle": True}

@@ -13,7 +13,12 @@ reference's operator, inductor's ``extern_kernels.mm`` say, is no Triton k0). Wr
   reasons of the rest;
 - ``worker-results/``: each problem's worker result, written as it arrives, so a stopped run
   loses only the problems in flight: run again with the same OUT, and only the problems without
-  a result there (or whose worker crashed or timed out) are made again.
+  a result there (or whose worker crashed, timed out or ran out of memory) are made again.
+
+A problem that ran out of memory beside the others (its compile, its check, or its worker's
+host-memory limit) is made again after the pool, alone, with a load-time gold check's room for
+a check retried alone (``RETRY_WORKERS``, ``RETRY_MEMORY_MB``): the pool runs up to one worker
+per core on the GPU, each allowed 0.45 of its memory, as the gold checks do.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ from kbsim.trace.layout import atomic_write_bytes
 #: the worker function that makes and checks one k0
 K0_CALL = "live.tasks.kernelbench.k0_extract.k0_in_worker"
 OUTCOMES = ("passes", "fails_check", "rejected", "no_k0", "error")
+#: failure kinds (``FailureKind`` values) that say a problem ran out of room, not that its k0
+#: failed: out of device memory, past the worker's host-memory limit, killed by the system
+OUT_OF_ROOM = ("out_of_memory", "memory_limit", "killed_by_system")
+
+
+def out_of_room(result: dict[str, Any]) -> bool:
+    """Whether a worker result ran out of room: making the k0 (``failure_kind``) or checking
+    it (``check_failure_kind``)."""
+    return (result.get("failure_kind") in OUT_OF_ROOM
+            or result.get("check_failure_kind") in OUT_OF_ROOM)
 
 
 @dataclass(frozen=True)
@@ -43,7 +58,8 @@ class K0Outcome:
         outcome: ``passes`` | ``fails_check`` (made, but incorrect or failing to run) |
             ``rejected`` (made, refused by the static check) | ``no_k0`` (none made) |
             ``error`` (the worker crashed or timed out).
-        reason: why not ``passes`` (one sentence), else None.
+        reason: why not ``passes`` (one sentence), else None; for ``error``, ``worker
+            STATUS: FIRST LINE`` (``worker error: torch.OutOfMemoryError: CUDA out of ...``).
         file: the k0 file under OUT, when one was made.
         compile_s: seconds to compile and wrap; check_s: seconds to check.
     """
@@ -69,8 +85,11 @@ def judge(problem: str, task_spec: str, task_name: str, result: dict[str, Any],
         return K0Outcome(problem, "no_k0", result.get("reason"), **timings), None
     code = result.get("code")
     if status != "ok" or not isinstance(code, str):
-        error = " ".join(str(result.get("error") or "").split())[:300]
-        return K0Outcome(problem, "error", f"{status}: {error}", **timings), None
+        # the worker's failure: its status and the first line of its error (the exception's
+        # type and message, as the worker formats it)
+        lines = str(result.get("error") or "").strip().splitlines()
+        first = " ".join(lines[0].split())[:300] if lines else "no error given"
+        return K0Outcome(problem, "error", f"worker {status}: {first}", **timings), None
     refused = static_check(code, task_spec, task_name)
     if refused is not None:
         return K0Outcome(problem, "rejected", refused, **timings), code
@@ -96,12 +115,15 @@ def reason_class(outcome: K0Outcome) -> str:
     if outcome.outcome == "no_k0":
         if reason.startswith("inductor generated no Triton kernel"):
             return "no Triton kernel (extern calls only)"
-        if reason.startswith("torch.compile failed"):
-            return "torch.compile failed: " + reason.split(": ", 2)[1][:40]
+        if reason.startswith(("torch.compile failed", "making the reference model")):
+            return ": ".join(reason.split(": ", 2)[:2])[:100]
         if reason.startswith("kernel "):
             return re.sub(r"^kernel \w+: ", "", reason).split(" (")[0][:60]
         return reason.split(":")[0][:60]
-    return outcome.outcome + ": " + reason.split(":")[0][:40]
+    # a worker's failure: its status (error, crashed, timeout) and the exception's type
+    status, _, error = reason.removeprefix("worker ").partition(": ")
+    raised = re.match(r"([\w.]+(?:Error|Exception|Interrupt|Exit))\b", error)
+    return "worker " + status + (f": {raised.group(1).rsplit('.', 1)[-1]}" if raised else "")
 
 
 def summarize(outcomes: Sequence[K0Outcome]) -> dict[str, dict[str, Any]]:
@@ -145,7 +167,7 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
     from live.evaluator.isolated import Call, run_calls
     from live.evaluator.settings import WorkerSettings
     from live.evaluator.static_check import static_check_for_task
-    from live.gold.load import CHECK_MEMORY_MB
+    from live.gold.load import CHECK_MEMORY_MB, RETRY_MEMORY_MB, RETRY_WORKERS
     from live.tasks.kernelbench import select
     from live.tasks.registry import canonical_spec
     from live.tasks.sources import parse_spec
@@ -169,7 +191,8 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
             result = json.loads(kept_file(problem.name).read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if result.get("status") in ("ok", "no_k0"):  # a crash or a time-out is tried again
+        # a crash, a time-out or a problem out of memory is tried again
+        if result.get("status") in ("ok", "no_k0") and not out_of_room(result):
             earlier[problem.name] = result
     calls = [Call(p.name, K0_CALL, {"task_spec": spec, "task_name": p.task_name}, timeout_s)
              for p in problems if p.name not in earlier]
@@ -195,6 +218,16 @@ def build_k0s(task_spec: str, out: Path, *, device: str = "auto", workers: int |
                                    settings=WorkerSettings(gpu_workers=2),
                                    host_room=HostRoom() if device == "cuda" else None,
                                    on_result=arrived) if calls else {})
+    # out of memory beside the others: again, one at a time, with more room
+    again = [call for call in calls if out_of_room(results.get(call.key, {}))]
+    if again:
+        if bar is not None:
+            bar.total += len(again)
+            bar.set_description("k0 out of memory, again alone")
+        results |= run_calls(again, device=device, workers=RETRY_WORKERS,
+                             memory_limit_mb=RETRY_MEMORY_MB,
+                             settings=WorkerSettings(gpu_workers=RETRY_WORKERS),
+                             on_result=arrived)
     if bar is not None:
         bar.close()
     outcomes = []
