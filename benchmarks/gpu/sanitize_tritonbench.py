@@ -8,7 +8,10 @@ through the script's ``call_op`` with the gold code), each without the sanitizer
 although their plain script passes; this program runs it for any operators, keeping the logs.
 
     python benchmarks/gpu/sanitize_tritonbench.py DATA_DIR OP [OP ...] --out OUT_DIR \\
-        [--inputs 2] [--timeout 300]
+        [--inputs 2 | --indices 5,6] [--timeout 300] [--candidate KERNEL.py]
+
+``--candidate`` runs a candidate's code (one operator) on the performance inputs instead of the
+gold code: a kernel whose verdict differs between runs, say.
 
 DATA_DIR is a TritonBench-G folder (TritonBench_G_v1/ and perf_G/); run from the repository
 root on a host with a CUDA GPU and compute-sanitizer on PATH (or CUDA_HOME/bin). OUT_DIR gets
@@ -36,18 +39,31 @@ def main() -> int:
     parser.add_argument("--inputs", type=int, default=2,
                         help="performance inputs to run, smallest first [2]")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run [300]")
+    parser.add_argument("--indices", default=None,
+                        help="performance inputs to run by number, e.g. 5,6,8 (instead of the "
+                        "--inputs smallest)")
+    parser.add_argument("--candidate", type=Path, default=None,
+                        help="a candidate's code (e.g. a kernel of a trace's kernels table) to "
+                        "run on the performance inputs instead of the gold code (one operator; "
+                        "the plain part is skipped)")
     args = parser.parse_args()
     sanitizer = find_sanitizer()
     if sanitizer is None:
         raise SystemExit("compute-sanitizer is not on PATH nor in CUDA_HOME/bin")
+    if args.candidate is not None and len(args.ops) != 1:
+        raise SystemExit("--candidate goes with exactly one operator")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
+    parts = ("perf",) if args.candidate is not None else PARTS
     for op in args.ops:
-        for part in PARTS:
+        for part in parts:
             for tool in (None, *TOOLS):
                 run = run_part(args.data, op, part, tool, timeout_s=args.timeout,
                                inputs=args.inputs, sanitizer=sanitizer,
-                               log=args.out / f"{op}-{part}-{tool or 'none'}.log")
+                               log=args.out / f"{op}-{part}-{tool or 'none'}.log",
+                               candidate=args.candidate,
+                               indices=[int(i) for i in args.indices.split(",")]
+                               if args.indices else None)
                 results.append(run.to_dict())
                 print(f"{op} {part:5} {run.tool:9} status {run.status!s:7} "
                       f"errors {run.errors!s:5} {run.seconds:6.1f} s "

@@ -79,6 +79,12 @@ def test_the_sentence_names_each_part_and_tool_that_found_something() -> None:
     assert explain(runs[:1]) is None
 
 
+def _operator(folder: Path, name: str, code: str) -> None:
+    """An operator file as TritonBench-G lays one out: code, a line of 146 '#', test code."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(f"{code}\n\n{'#' * 146}\n\nresult_gold = {{}}\n")
+
+
 @pytest.fixture
 def fake_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `compute-sanitizer` that prints an out-of-bounds report and runs the command."""
@@ -101,8 +107,7 @@ def fake_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_plain_script_runs_in_its_folder_under_the_tool(tmp_path: Path,
                                                            fake_sanitizer: Path) -> None:
     ops = tmp_path / "bench" / "TritonBench_G_v1"
-    ops.mkdir(parents=True)
-    (ops / "myop.py").write_text("import os\nprint('ran in', os.path.basename(os.getcwd()))\n")
+    _operator(ops, "myop", "import os\nprint('ran in', os.path.basename(os.getcwd()))")
     assert find_sanitizer() == str(fake_sanitizer)
     log = tmp_path / "myop.log"
     run = run_part(tmp_path / "bench", "myop", "plain", "memcheck", timeout_s=60, log=log)
@@ -115,20 +120,19 @@ def test_a_plain_script_runs_in_its_folder_under_the_tool(tmp_path: Path,
 
 def test_a_run_past_its_time_limit_is_marked_so(tmp_path: Path, fake_sanitizer: Path) -> None:
     ops = tmp_path / "bench"
-    ops.mkdir()
-    (ops / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    _operator(ops, "slow", "import time\ntime.sleep(30)")
     run = run_part(ops, "slow", "plain", "initcheck", timeout_s=1)
     assert run.status == "timeout"
     assert run.seconds < 20
 
 
 def test_bad_part_tool_or_operator_are_one_sentence_errors(tmp_path: Path) -> None:
-    (tmp_path / "x.py").write_text("")
+    _operator(tmp_path, "x", "x = 1")
     with pytest.raises(ValueError, match="part must be one of plain, perf"):
         run_part(tmp_path, "x", "gold", None)
     with pytest.raises(ValueError, match="tool must be one of memcheck, initcheck"):
         run_part(tmp_path, "x", "plain", "racecheck", sanitizer="/bin/true")
-    with pytest.raises(FileNotFoundError, match="no such operator file"):
+    with pytest.raises(FileNotFoundError, match="no operator file missing.py"):
         run_part(tmp_path, "missing", "plain", None)
 
 
@@ -155,3 +159,27 @@ def test_a_hollow_pass_is_kept_with_its_skip_for_later_loads(tritonbench_mini_lo
     assert hollow[op] == sentence
     assert [o for o, h in hollow.items() if h is not None] == [op]
     assert loaded.stats["checked"] == 0  # read back from the cache, not checked again
+
+
+def test_a_candidate_runs_the_chosen_performance_inputs(tmp_path: Path) -> None:
+    """The perf part's plumbing on the CPU, without a tool: the gold code's own code part as
+    the candidate runs; a candidate that breaks says how, on the first input it meets."""
+    from live.tasks.tritonbench.format import operator_source
+    from tests.live.conftest import TRITONBENCH_MINI
+
+    code = operator_source(str(TRITONBENCH_MINI.resolve()), "add").code
+    good = tmp_path / "good.py"
+    good.write_text(code)
+    log = tmp_path / "good.log"
+    run = run_part(TRITONBENCH_MINI, "add", "perf", None, indices=[1, 0], candidate=good,
+                   device="cpu", timeout_s=240, log=log)
+    assert run.status == 0, log.read_text()[-2000:]
+    assert "perf input 1: ran\nperf input 0: ran" in log.read_text()
+    broken = tmp_path / "broken.py"
+    broken.write_text(code + "\n\ndef add(*args, **kwargs):\n    raise RuntimeError('no')\n")
+    log = tmp_path / "broken.log"
+    run_part(TRITONBENCH_MINI, "add", "perf", None, indices=[0], candidate=broken,
+             device="cpu", timeout_s=240, log=log)
+    assert "perf input 0: RuntimeError: no" in log.read_text()
+    with pytest.raises(ValueError, match="a candidate runs only the perf part"):
+        run_part(TRITONBENCH_MINI, "add", "plain", None, candidate=good)

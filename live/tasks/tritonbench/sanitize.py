@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,15 +33,27 @@ PARTS = ("plain", "perf")
 
 PERF_SNIPPET = """
 import sys, torch
-from live.tasks.tritonbench.operator import (PERF_SEED, _cpu_inputs, _smallest, make_inputs,
-                                            reference)
-path, op, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from pathlib import Path
+from live.tasks.loading import import_source
+from live.tasks.tritonbench.format import module_code, operator_source
+from live.tasks.tritonbench.operator import (PERF_SEED, _cpu_inputs, _gold_module, _smallest,
+                                            make_inputs, run_operator)
+path, op, which, candidate, device = sys.argv[1:6]
+if candidate:
+    source = operator_source(path, op)
+    module = import_source(module_code(Path(candidate).read_text(), source.test_code),
+                           "tb_candidate_" + op)
+else:
+    module = _gold_module(path, op)
 entries, is_sequence = _cpu_inputs(path, op, PERF_SEED)
-for index in _smallest(entries)[:count]:
-    inputs = make_inputs(path, op, {"index": index}, PERF_SEED, "cuda")
+chosen = ([int(i) for i in which[1:].split(",")] if which.startswith("=")
+          else _smallest(entries)[:int(which)])
+for index in chosen:
+    inputs = make_inputs(path, op, {"index": index}, PERF_SEED, device)
     try:
-        reference(path, op, is_sequence, *inputs)
-        torch.cuda.synchronize()
+        run_operator(path, op, is_sequence, module, inputs)
+        if device != "cpu":
+            torch.cuda.synchronize()
         print(f"perf input {index}: ran", flush=True)
     except Exception as exc:
         print(f"perf input {index}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
@@ -110,26 +123,39 @@ def find_sanitizer() -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-def operator_folder(data: Path) -> Path:
-    """The folder holding the operator files (``TritonBench_G_v1/`` of a checkout, or it)."""
-    inner = data / "TritonBench_G_v1"
-    return inner if inner.is_dir() else data
+def operator_file(data: Path, op: str) -> Path:
+    """Operator `op`'s file under the TritonBench-G folder `data`, found as the adapter finds
+    it; one sentence when there is none."""
+    from live.tasks.tritonbench.format import operator_source
+
+    try:
+        return operator_source(str(Path(data).resolve()), op).operator_path
+    except ValueError as exc:
+        raise FileNotFoundError(f"{data}: no operator file {op}.py ({exc})") from None
 
 
 def run_part(data: Path, op: str, part: str, tool: str | None, *, timeout_s: float = 300,
-             inputs: int = 2, sanitizer: str | None = None,
-             log: Path | None = None) -> SanitizerRun:
-    """Run `part` of operator `op` under compute-sanitizer `tool` (None: without it)."""
+             inputs: int = 2, sanitizer: str | None = None, log: Path | None = None,
+             candidate: Path | None = None, indices: Sequence[int] | None = None,
+             device: str = "cuda") -> SanitizerRun:
+    """Run `part` of operator `op` under compute-sanitizer `tool` (None: without it).
+
+    With ``perf``: the `inputs` smallest performance inputs, or those numbered `indices`;
+    `candidate` a candidate's code (an operator file's code part, as a live run records it)
+    run on them instead of the gold code; `device` where they run (``cpu`` only without a
+    tool, to try the plumbing)."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     data = Path(data).resolve()
-    script = operator_folder(data) / f"{op}.py"
-    if not script.is_file():
-        raise FileNotFoundError(f"{script}: no such operator file")
+    script = operator_file(data, op)
+    if candidate is not None and part != "perf":
+        raise ValueError("a candidate runs only the perf part (its plain script is the gold's)")
     if part == "plain":
         command, cwd = [sys.executable, str(script)], script.parent
     else:
-        command = [sys.executable, "-c", PERF_SNIPPET, str(data), op, str(inputs)]
+        which = "=" + ",".join(map(str, indices)) if indices else str(inputs)
+        command = [sys.executable, "-c", PERF_SNIPPET, str(data), op, which,
+                   str(Path(candidate).resolve()) if candidate is not None else "", device]
         cwd = ROOT
     if tool is not None:
         if tool not in TOOLS:
