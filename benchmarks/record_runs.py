@@ -193,6 +193,7 @@ def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: P
             command = [sys.executable, str(ROOT / "benchmarks/gpu/profile_sessions_check.py"),
                        str(work / run_name), "--tasks", ",".join(profile["check_tasks"]),
                        "--sessions", str(profile.get("sessions", 3)),
+                       "--batch-size", str(profile.get("batch", 48)),
                        "--max-wall", str(profile.get("check_wall_s", 60)),
                        "--json", str(logs / "profile_sessions.json")]
     else:
