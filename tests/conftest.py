@@ -26,6 +26,7 @@ SHARED_FIXTURE_GROUPS = {
         "tests/live/test_eval_tritonbench.py",
         "tests/live/test_tasks_tritonbench.py",
         "tests/live/test_hostile_static_check.py",
+        "tests/live/test_candidate_loading.py",
     ),
     "local-ray-instance": (
         "tests/kbsim/test_replay_ray.py",

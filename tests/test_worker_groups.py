@@ -24,3 +24,13 @@ def test_every_grouped_module_exists_and_uses_what_its_group_shares():
     for group, paths in SHARED_FIXTURE_GROUPS.items():
         for path in paths:
             assert SHARED_BY[group] in (ROOT / path).read_text(), path
+
+
+def test_every_module_using_the_mini_load_is_in_its_group():
+    """A module outside the group that asks for the session's mini load builds it again on its
+    own worker (~14 s alone, 30 CPU s or more under load)."""
+    users = {str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+             if path != Path(__file__).resolve()
+             and any(name in path.read_text()
+                     for name in ("tritonbench_mini_load", "tritonbench_mini_cache"))}
+    assert users and users <= set(SHARED_FIXTURE_GROUPS["tritonbench-mini-load"])
