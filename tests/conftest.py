@@ -26,6 +26,7 @@ SHARED_FIXTURE_GROUPS = {
         "tests/live/test_eval_tritonbench.py",
         "tests/live/test_tasks_tritonbench.py",
         "tests/live/test_hostile_static_check.py",
+        "tests/live/test_candidate_loading.py",
     ),
     "local-ray-instance": (
         "tests/kbsim/test_replay_ray.py",
@@ -47,6 +48,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With ``--dist loadgroup``: work units of one `xdist_group_of` group each.
+
+    xdist's own loadgroup scheduling finds a test's group in a suffix its worker appends to the
+    test id (``item._nodeid``); pytest 9 keeps the id elsewhere, so that suffix never reached
+    the controller and every test was scheduled on its own: module fixtures and the session's
+    TritonBench-G mini load were built again on each worker, two Ray instances could run at
+    once. xdist's scope scheduling (``loadfile``'s, with this grouping) does what was meant.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def _xdist_workers(config: pytest.Config) -> int:

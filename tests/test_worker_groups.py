@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import SHARED_BY, SHARED_FIXTURE_GROUPS, xdist_group_of
@@ -24,3 +28,26 @@ def test_every_grouped_module_exists_and_uses_what_its_group_shares():
     for group, paths in SHARED_FIXTURE_GROUPS.items():
         for path in paths:
             assert SHARED_BY[group] in (ROOT / path).read_text(), path
+
+
+def test_every_module_using_the_mini_load_is_in_its_group():
+    """A module outside the group that asks for the session's mini load builds it again on its
+    own worker (~14 s alone, 30 CPU s or more under load)."""
+    users = {str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+             if path != Path(__file__).resolve()
+             and any(name in path.read_text()
+                     for name in ("tritonbench_mini_load", "tritonbench_mini_cache"))}
+    assert users and users <= set(SHARED_FIXTURE_GROUPS["tritonbench-mini-load"])
+
+
+def test_xdist_runs_a_module_on_one_worker():
+    """`make test`'s ``-n N --dist loadgroup`` (tests/conftest.py's scheduler): every test of
+    a module on the same worker, not spread test by test."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
+         "loadgroup", "tests/kbsim/test_rng.py"],
+        cwd=ROOT, env={**os.environ, "KB_TEST_WARM": "0", "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    ran_on = re.findall(r"^\[(gw\d+)\].* PASSED tests/kbsim/test_rng\.py::", proc.stdout, re.M)
+    assert len(ran_on) > 10 and len(set(ran_on)) == 1, ran_on

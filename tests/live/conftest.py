@@ -2,11 +2,13 @@
 per session.
 
 Loading the mini checkout from an empty cache starts check workers for each of its operators
-(about 12 s on a 2-core machine), and three modules need that load: the adapter's tests, the
-evaluator on TritonBench-G, and the static check's no-false-positive test (through the
-evaluator's and the registry's own loads). Each used to pay for it, or to fill the user's
-``~/.cache/kernelband`` for the next one. The load runs once, into a cache of its own; each
-module gets a copy of that cache, so what one module's tests write never reaches another.
+(about 12 s on a 2-core machine), and four modules need that load: the adapter's tests, the
+evaluator on TritonBench-G, candidate loading, and the static check's no-false-positive test
+(through the evaluator's and the registry's own loads); all four are in one worker group
+(tests/conftest.py), or each worker would build it again. Each used to pay for it, or to fill
+the user's ``~/.cache/kernelband`` for the next one. The load runs once, into a cache of its
+own; each module gets a copy of that cache, so what one module's tests write never reaches
+another.
 """
 
 from __future__ import annotations

@@ -72,8 +72,9 @@ def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings
         f"while not (pathlib.Path({str(marks)!r}) / 't0_start').exists():\n"
         "    time.sleep(0.05)\nstamp('slow_end')\n"))
     quick = _script(tmp_path / "quick.py", stamp + "stamp('quick')\n")
-    tail = [_script(tmp_path / f"t{i}.py", stamp + f"stamp('t{i}_start')\ntime.sleep(2)\n"
-                    f"stamp('t{i}_end')\n") for i in (0, 1)]
+    # t0 runs 2 s (slow ends and quick is done meanwhile); nothing waits on t1's end
+    tail = [_script(tmp_path / f"t{i}.py", stamp + f"stamp('t{i}_start')\n"
+                    f"time.sleep({2 - 2 * i})\nstamp('t{i}_end')\n") for i in (0, 1)]
 
     def tail_call(i: int) -> Call:
         return Call(f"t{i}", PLAIN, {"operator_path": tail[i]}, 60, tail=True,
