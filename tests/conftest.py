@@ -27,6 +27,7 @@ SHARED_FIXTURE_GROUPS = {
         "tests/live/test_tasks_tritonbench.py",
         "tests/live/test_hostile_static_check.py",
         "tests/live/test_candidate_loading.py",
+        "tests/live/test_tritonbench_sanitize.py",
     ),
     "local-ray-instance": (
         "tests/kbsim/test_replay_ray.py",
