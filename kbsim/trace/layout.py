@@ -194,3 +194,10 @@ def read_manifest_raw(dataset_dir: Path) -> dict[str, Any]:
     """Parse manifest.json; raises OSError / json.JSONDecodeError (the reader words them)."""
     with open(dataset_dir / MANIFEST_NAME, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def require_new_dataset(out: Path) -> None:
+    """Refuse (FileExistsError, one sentence) a directory that already holds a dataset: a
+    merge writes into a new one."""
+    if (out / MANIFEST_NAME).exists() or any(scan_parts(out / n)[0] for n in ("steps", "kernels")):
+        raise FileExistsError(f"{out} already holds a trace dataset; merge into a new directory")

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kbsim.trace.layout import MANIFEST_NAME, scan_parts
+from kbsim.trace.layout import require_new_dataset
 from kbsim.trace.reader import TraceData, load_trace
 from kbsim.trace.schema import KERNELS_SCHEMA, SCHEMA_VERSION, STEPS_SCHEMA
 from kbsim.trace.writer import TraceWriter
@@ -101,8 +101,7 @@ def merge_traces(inputs: Sequence[str | Path], out: str | Path) -> Path:
     Every input must be valid (TraceError otherwise); `out` must not hold a dataset yet.
     """
     out = Path(out)
-    if (out / MANIFEST_NAME).exists() or any(scan_parts(out / n)[0] for n in ("steps", "kernels")):
-        raise FileExistsError(f"{out} already holds a trace dataset; merge into a new directory")
+    require_new_dataset(out)
     if not inputs:
         raise ValueError("merge needs at least one input dataset")
     datas = [load_trace(path) for path in inputs]

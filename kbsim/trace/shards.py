@@ -30,7 +30,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from kbsim.trace.layout import MANIFEST_NAME, atomic_write_bytes, scan_parts, utc_now_iso
+from kbsim.trace.layout import (
+    atomic_write_bytes,
+    require_new_dataset,
+    utc_now_iso,
+)
 from kbsim.trace.reader import TraceData, load_trace
 from kbsim.trace.schema import KERNELS_SCHEMA, STEPS_SCHEMA
 from kbsim.trace.writer import TraceWriter
@@ -192,8 +196,7 @@ def merge_shards(inputs: Sequence[str | Path], out: str | Path) -> Path:
     docstring); returns `out`. ValueError (one sentence) if they are not copies of one run or
     disagree on a row; `out` must not hold a dataset yet."""
     out = Path(out)
-    if (out / MANIFEST_NAME).exists() or any(scan_parts(out / n)[0] for n in ("steps", "kernels")):
-        raise FileExistsError(f"{out} already holds a trace dataset; merge into a new directory")
+    require_new_dataset(out)
     if not inputs:
         raise ValueError("merge-shards needs at least one copy of a run")
     paths = [Path(p) for p in inputs]
