@@ -297,11 +297,14 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                    f"{'cv %':>6}  backend")
 
     ended: list = []  # the checks so far, rewritten to --out after each
+    # read once before the checks start: asking the evaluator from `show` would wait for an
+    # idle worker while the others are busy
+    device_info: dict = {}
 
     def show(c) -> None:  # noqa: ANN001 - GoldCheck
         ended.append(c)
         if out:
-            write_reference_timings(out, task_spec, ended, info_box[0], earlier)
+            write_reference_timings(out, task_spec, ended, device_info, earlier)
         if as_json:
             return
         r = c.result
@@ -320,7 +323,7 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
     with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
                                    compile_timeout_s=timeout_s, workers=parallel,
                                    gpu_memory_gib=gpu_memory_gib)) as ev:
-        info_box = [ev.device_info]
+        device_info.update(ev.device_info)
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
                                    on_result=show, evaluator=ev, tasks=loaded.tasks,
                                    compile_timing=compile_timing, parallel=parallel,
