@@ -69,7 +69,8 @@ def check_tasks(
     if names:
         wanted = set(names)
         tasks = [t for t in tasks if t.name in wanted]
-    tasks = [t for t in tasks if t.name not in set(skip)]
+    skipped = set(skip)
+    tasks = [t for t in tasks if t.name not in skipped]
     own = evaluator is None
     ev = evaluator or Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
                                                 compile_timeout_s=timeout_s,
