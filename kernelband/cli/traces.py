@@ -274,7 +274,8 @@ def head(dataset: Path, n_rows: int, kernels: bool, columns: str | None) -> None
               "every N-th from the K-th: the rule of `kernelband live --shard`), one process "
               "per GPU on copies of the trace; merge them with `traces merge-shards`.")
 @click.option("--max-wall", "max_wall_s", type=float, default=None,
-              help="Start no batch after this many seconds; run again to continue.")
+              help="Start no batch after this many seconds, nor one that its operator's "
+              "earlier batches say would end after them; run again to continue.")
 @click.option("--sessions", type=click.IntRange(1, 16), default=1, show_default=True,
               help="Nsight Compute sessions at once; their measured calls take turns, so "
               "start-up and compiling overlap (each holds one task's inputs on the GPU).")

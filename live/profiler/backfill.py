@@ -83,7 +83,8 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
             ``profile_many(task, codes, batch_size=)`` (live.profiler.NcuProfiler); called once
             per session. A profiler with a ``device_gate`` attribute is given the shared gate.
         tasks: only these tasks (default: all).
-        max_wall_s: start no batch after this many seconds (the rest is counted as left).
+        max_wall_s: start no batch after this many seconds, nor one that its task's earlier
+            batches say would end after them (the rest is counted as left).
         sessions: profiling sessions at once (NOTE D96; >= 1).
         on_start: called once with (kernels to profile, kernels already profiled).
         on_batch: called with (task, kernels done in this task, kernels of this task).
@@ -123,13 +124,30 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                                                   batch_size)
                  for task in data_tasks if start < len(todo[task])]
 
+        #: seconds per kernel of each task's slowest finished batch so far: a batch that would
+        #: end after --max-wall is not started (one killed by the caller's time-out at the end of
+        #: a piece is lost whole: its kernels are written only when it ends)
+        per_kernel_s: dict[str, float] = {}
+
         def run(chunk: list[dict[str, Any]], task: str) -> list[Any]:
             profiler = idle.get()
+            began = time.monotonic()
             try:
-                return profiler.profile_many(task, [r["code"] for r in chunk],
-                                             batch_size=batch_size)
+                results = profiler.profile_many(task, [r["code"] for r in chunk],
+                                                batch_size=batch_size)
             finally:
                 idle.put(profiler)
+            took = (time.monotonic() - began) / max(1, len(chunk))
+            per_kernel_s[task] = max(per_kernel_s.get(task, 0.0), took)
+            return results
+
+        def would_overrun(task: str, n: int) -> bool:
+            """Whether a batch of `n` kernels of `task` started now would end after the
+            budget: at its task's slowest rate so far, or the slowest of any task for a task
+            with no finished batch yet (none: start it)."""
+            assert max_wall_s is not None
+            rate = per_kernel_s.get(task, max(per_kernel_s.values(), default=0.0))
+            return time.monotonic() - started + n * rate > max_wall_s
 
         finished: dict[str, int] = {}
 
@@ -180,6 +198,10 @@ def backfill_profiles(path: str | Path, profiler_for: Callable[[str], Any], *,
                     report.stopped = "wall-clock budget (--max-wall) reached"
                     break
                 chunk = todo[task][start:start + batch_size]
+                if max_wall_s is not None and would_overrun(task, len(chunk)):
+                    # left for the next pass; a quicker task's batch may still fit
+                    report.stopped = "wall-clock budget (--max-wall) reached"
+                    continue
                 running[pool.submit(run, chunk, task)] = (task, chunk)
             settle(wait(running).done)
         except BaseException:

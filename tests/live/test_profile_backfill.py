@@ -97,6 +97,43 @@ def test_backfill_stops_at_the_wall_clock_budget(tmp_path: Path) -> None:
     assert report.stopped == "wall-clock budget (--max-wall) reached"
 
 
+class SlowTaskProfiler(FakeProfiler):
+    """Takes `per_kernel_s` per kernel of one task; the others are instant."""
+
+    def __init__(self, slow_task: str, per_kernel_s: float):
+        super().__init__(set())
+        self.slow_task = slow_task
+        self.per_kernel_s = per_kernel_s
+
+    def profile_many(self, task: str, codes: list[str], *, batch_size: int) -> list:
+        if task == self.slow_task:
+            time.sleep(self.per_kernel_s * len(codes))
+        return super().profile_many(task, codes, batch_size=batch_size)
+
+
+def test_backfill_starts_no_batch_its_task_says_would_end_after_the_budget(
+        tmp_path: Path) -> None:
+    # one session, batches of 2; the slow task's batches take 0.5 s, the budget is 1.3 s: its
+    # first two start (unknown rate; then about 0.5 + 0.5 <= 1.3), its third would end near
+    # 1.5 s and is left, while the quick tasks' batches after it still run
+    trace = _unprofiled_trace(tmp_path / "t")
+    todo, _, _ = pending_kernels(trace)
+    slow = sorted(todo)[0]
+    quick = len(todo) - 1
+    assert len(todo[slow]) > 6 and quick >= 1
+    fake = SlowTaskProfiler(slow, per_kernel_s=0.25)
+    report = backfill_profiles(trace, lambda spec: fake, batch_size=2, max_wall_s=1.3)
+    slow_at = [i for i, (task, _) in enumerate(fake.calls) if task == slow]
+    assert [fake.calls[i][1] for i in slow_at] == [2, 2]
+    # quick batches went on after the slow task's second (the third round on)
+    assert len(fake.calls) > slow_at[-1] + quick
+    assert report.stopped == "wall-clock budget (--max-wall) reached"
+    assert report.left == sum(len(v) for v in todo.values()) - report.profiled
+    assert report.seconds < 1.3 + 0.15  # the last batch started ended about in time
+    profiled = {k["kernel_id"] for k in load_trace(trace).kernels.to_pylist() if k["profiled"]}
+    assert sum(r["kernel_id"] in profiled for r in todo[slow]) == 4
+
+
 def test_cli_says_in_one_line_when_there_is_no_profiler(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelband.cli import main
