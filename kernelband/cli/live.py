@@ -66,6 +66,9 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="YAML/JSON file of the options above; flags override it.")
 @click.option("--resume", is_flag=True, help="Continue the run recorded in --out.")
+@click.option("--retry-k0", is_flag=True, default=None,
+              help="With --resume: evaluate again the k0 of tasks whose k0 failed on its own in "
+              "the recorded run (they stay stopped otherwise), e.g. after an evaluator fix.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="local: this machine's GPU; ray: one Ray actor per GPU "
@@ -101,7 +104,7 @@ def live(**values: Any) -> None:
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
                     "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
                     "profile_lag", "gpu_memory_gib", "timing_patience_s", "step_aside",
-                    "shard"):
+                    "shard", "retry_k0"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:
@@ -109,6 +112,8 @@ def live(**values: Any) -> None:
         if not settings.get("out"):
             raise click.UsageError("--out DIR is required (or `out:` in --config)")
         config = RunConfig(**settings)
+        if config.retry_k0 and not values["resume"]:
+            raise ValueError("--retry-k0 needs --resume: a new run evaluates every k0 anyway")
         proposer, budget = proposer_from_cli(values)
         from kbsim.policies.spec import parse_policy
         from live.tasks.registry import resolve_tasks

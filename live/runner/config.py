@@ -61,6 +61,10 @@ class RunConfig:
             tasks sorted by name, those at positions p with p % N == K; live.runner.shard);
             None: all of them. How the run's work is split, not what the run is: left out of
             the manifest's config and free to change on ``--resume``.
+        retry_k0: with ``--resume``, evaluate again the k0 of a task whose k0 failed on its own
+            in the recorded run (NOTE D86 keeps such a task stopped otherwise), e.g. after an
+            evaluator fix; a k0 that passes now starts its task. A choice of one call, not of
+            the run: left out of the manifest's config.
     """
 
     out: str
@@ -80,6 +84,7 @@ class RunConfig:
     timing_patience_s: float = TIMING_PATIENCE_S
     step_aside: bool = True
     shard: str | None = None
+    retry_k0: bool = False
 
     def __post_init__(self) -> None:
         if self.shard is not None:
@@ -123,6 +128,7 @@ class RunConfig:
         data["run_id"] = self.resolved_run_id
         # every share of a run writes the same config, so the shares' copies merge
         del data["shard"]
+        del data["retry_k0"]  # how one call resumes, not what the run is
         return data
 
 

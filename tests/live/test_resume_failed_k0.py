@@ -97,3 +97,56 @@ def test_recorded_failures_are_forgotten_once_the_kernel_passed() -> None:
     assert run.own_failure("t", "k") is None
     assert run.own_failure("t", "j") == "compile_error: SyntaxError"
     assert run.own_failure("t", "i") is None  # another run's
+
+
+class FixedK0Evaluator(K0Evaluator):
+    """`add`'s k0 passes now (an evaluator fix): every kernel is correct."""
+
+    def evaluate(self, task_name: str, code: str, *, seed: int = 0) -> EvalResult:
+        self.calls.append((task_name, code == self.tasks[task_name].k0))
+        return _correct(self, task_name, code)
+
+
+def _correct(ev: K0Evaluator, task_name: str, code: str) -> EvalResult:
+    task = ev.tasks[task_name]
+    kid = kernel_id(code)
+    ms = 0.1 + int(kid[:6], 16) / 16**6
+    shape_ms = tuple(ms for _ in task.perf_shapes)
+    timed = TimedResult(ms=sum(shape_ms), shape_ms=shape_ms, ref_ms=1.0, phi=(1.0,) * 5,
+                        runtime_vec=(0.5,) * 6, shapes=tuple(dict(s) for s in task.perf_shapes))
+    return EvalResult(status="ok", kernel_id=kid, task_id=task_name, correct=True,
+                      timing_backend="cpu-interpreter", timed=timed, eval_latency_s=0.0)
+
+
+def test_retry_k0_evaluates_a_failed_k0_again_and_a_passing_one_starts_its_task(
+        tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    _run(out, K0Evaluator("incorrect", "output 0: 3/64 elements differ"))
+    config = RunConfig(out=str(out), tasks=TASKS, policy="explore", steps=2, seed=0,
+                       device="cpu", profile="off", in_flight=1, retry_k0=True)
+    fixed = FixedK0Evaluator("incorrect", "unused")
+    LiveRunner(config, make_proposer("mutate"), show_progress=False, evaluator=fixed,
+               resume=True).run()
+    assert validate_trace(out) == []
+    assert fixed.calls[0] == ("add", True)  # the recorded failure did not stop it
+    assert all(task == "add" for task, _ in fixed.calls)  # softmax was finished
+    from kbsim.trace.reader import load_trace
+
+    data = load_trace(out)
+    add_steps = [r for r in data.steps.to_pylist() if r["task_id"] == "add"]
+    assert len([r for r in add_steps if r["status"] != "not_applicable"]) == 2
+    # the run is the same run: the flag is not in its manifest
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "retry_k0" not in manifest["config"]
+
+
+def test_retry_k0_needs_resume(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kernelband.cli import main
+
+    result = CliRunner().invoke(main, ["live", "--tasks", "add", "--proposer", "mutate",
+                                       "--device", "cpu", "--out", str(tmp_path / "x"),
+                                       "--retry-k0"])
+    assert result.exit_code == 2
+    assert "--retry-k0 needs --resume" in result.output
