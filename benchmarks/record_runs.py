@@ -157,9 +157,10 @@ def live_command(plan: dict[str, Any], run: dict[str, Any], out: Path, resume: b
 
 
 def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: Path,
-              logs: Path, max_wall: float, stop_s: float) -> Job:
+              logs: Path, max_wall: float, stop_s: float, retry_k0: bool = False) -> Job:
     """Job `name` on GPU `gpu`, its run copied into `work` from `runs_dir` where needed (a
-    share's job: into its own copy, from the newest copy of the run)."""
+    share's job: into its own copy, from the newest copy of the run). `retry_k0`: a live job
+    that resumes its run evaluates again the k0s that failed in it (``--retry-k0``)."""
     kind, run_name, shard = parse_job(name)
     log = logs / f"{name.replace(':', '-').replace('/', 'of')}.log"
     folder = work / run_name if shard is None else shard_folder(work, run_name, shard)
@@ -173,8 +174,9 @@ def build_job(plan: dict[str, Any], name: str, gpu: str, work: Path, runs_dir: P
         found = where(run_name, work, runs_dir, scratch=bool(run.get("scratch")))
         if found is not None and found != folder:
             shutil.copytree(found, folder, dirs_exist_ok=False)
+        retry = ["--retry-k0"] if retry_k0 and found is not None else []
         command = live_command(plan, run, folder, found is not None, max_wall, stop_s,
-                               shard_args)
+                               shard_args + retry)
     elif kind in ("profile", "sessions-check"):
         run_entry(plan, run_name)
         found = where(run_name, work, runs_dir)
@@ -352,6 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-left", type=float, default=120.0,
                         help="a queued job starts only while this many seconds of --max-wall "
                              "remain [120]")
+    parser.add_argument("--retry-k0", action="store_true",
+                        help="live jobs that resume evaluate again the k0s that failed in "
+                             "their run (`kernelband live --retry-k0`); name the runs in --jobs "
+                             "(a run whose other tasks are done counts as complete)")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
@@ -395,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     def start(name: str, gpu: str) -> Job:
         elapsed = time.perf_counter() - t0
         job = build_job(plan, name, gpu, args.work, args.runs_dir, logs,
-                        args.max_wall - elapsed, stop_s - elapsed)
+                        args.max_wall - elapsed, stop_s - elapsed, retry_k0=args.retry_k0)
         if job.kind == "live":
             run = run_entry(plan, job.run)
             folder = job.folder

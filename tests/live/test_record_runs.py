@@ -224,3 +224,7 @@ def test_two_shares_of_a_run_record_side_by_side_then_merge_and_pack(
     assert job.folder == work / "r@1of2" and (job.folder / "manifest.json").is_file()
     assert job.command[job.command.index("profile") + 1] == str(job.folder)
     assert job.command[-2:] == ["--shard", "1/2"] and job.log.name == "profile-r@1of2.log"
+    # a resumed live job asked to try failed k0s again passes --retry-k0 to kernelband live
+    again = record_runs.build_job(plan, "r", "0", work, tmp_path / "runs",
+                                  work / "logs", 100.0, 200.0, retry_k0=True)
+    assert again.command.count("--retry-k0") == 1 and "--resume" in again.command
