@@ -24,8 +24,8 @@ demo: $(BIN)/kernelband
 
 # pytest-xdist workers: one per core, at most 4 (many tests start processes of their own); a
 # test file runs whole on one worker, with the files that share an expensive session fixture
-# (tests/conftest.py), which first fills numba's cache in as many processes (kbsim.replay.warm;
-# KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
+# (tests/conftest.py), the longest first; before they start it fills numba's cache in one process
+# more than workers (kbsim.replay.warm; KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
 TEST_WORKERS ?= auto
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup)
 
