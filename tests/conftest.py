@@ -140,6 +140,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from kbsim.replay.warm import warm_cache
 
         # one process more than workers: the four groups take 61, 35, 28 and 18 s alone, and
-        # two processes left a core idle for the last ~20 s (83 s in all; three: 72 s)
+        # two processes left a core idle for the last ~20 s (83 s in all; three: 72 s, filled
+        # alone, 2026-11-27); inside `make test` from a clone 80 s, against 79 s with two
         warm_cache(processes=workers + 1,
                    say=lambda line: print(line, file=sys.stderr, flush=True))
