@@ -6,12 +6,16 @@ DEMO_OUT ?= demo-out
 
 .PHONY: demo test test-fast lint clean
 
+# torch==2.13.0 first, with pip: a CPU build; the `live` extra then finds it satisfied. The rest
+# with uv (installed into the venv by pip), which keeps an installed torch that satisfies the
+# extra and installs in seconds what pip takes most of a minute for (Ray's wheel above all); pip
+# does it where uv cannot be installed. The venv's own pip is not upgraded: it installs both.
 $(BIN)/kernelband: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# torch==2.13.0 first: a CPU build; the `live` extra then finds it satisfied.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[live,ray,dev]"
+	if $(BIN)/pip install -q uv; then \
+	  $(BIN)/uv pip install -q --python $(BIN)/python -e ".[live,ray,dev]"; \
+	else $(BIN)/pip install -q -e ".[live,ray,dev]"; fi
 	touch $(BIN)/kernelband
 
 ## demo: install, then replay the shipped default data and write the report to demo-out/
@@ -20,8 +24,8 @@ demo: $(BIN)/kernelband
 
 # pytest-xdist workers: one per core, at most 4 (many tests start processes of their own); a
 # test file runs whole on one worker, with the files that share an expensive session fixture
-# (tests/conftest.py), which first fills numba's cache in as many processes (kbsim.replay.warm;
-# KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
+# (tests/conftest.py), the longest first; before they start it fills numba's cache in one process
+# more than workers (kbsim.replay.warm; KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
 TEST_WORKERS ?= auto
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup)
 

@@ -7,15 +7,17 @@ start a local Ray instance run on one worker, so two instances never share the m
 xdist the marks do nothing.
 
 Before the workers start, the controller fills numba's cache (`kbsim.replay.warm`: each engine
-worker and step-by-step entry point compiled once, in as many processes as there are xdist
+worker and step-by-step entry point compiled once, in one process more than there are xdist
 workers), so a worker loads what it needs instead of each compiling it the first time it meets
-it. `KB_TEST_WARM=0` skips it.
+it. `KB_TEST_WARM=0` skips it. The workers get the longest groups first (`LONGEST_FIRST`), so
+the run does not end on one long test while the other workers have nothing left.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 
 import pytest
 
@@ -38,6 +40,41 @@ SHARED_FIXTURE_GROUPS = {
 SHARED_BY = {"tritonbench-mini-load": "tritonbench_mini", "local-ray-instance": "ray.init"}
 _GROUP_OF = {path: group for group, paths in SHARED_FIXTURE_GROUPS.items() for path in paths}
 
+#: the groups that took longest (seconds of their tests, `make test` on the 2-core machine,
+#: 2026-11-27: 79 s down to 10 s), handed to the workers first, longest first; the rest follow,
+#: most tests first. Only the order: xdist's own (most tests first) left the 74 s kill loop, a
+#: single test, for the very end, one worker running it while the other had nothing left
+LONGEST_FIRST = (
+    "local-ray-instance",
+    "tritonbench-mini-load",
+    "tests/live/test_live_kills.py",
+    "tests/live/test_record_runs.py",
+    "tests/analysis/test_demo_sim2real.py",
+    "tests/live/test_gpu_lock.py",
+    "tests/live/test_host_memory.py",
+    "tests/live/test_runner_live.py",
+    "tests/live/test_kernelbench_llm_k0.py",
+    "tests/live/test_eval_isolated.py",
+    "tests/live/test_hostile_kernels.py",
+    "tests/live/test_eval_sandbox.py",
+    "tests/live/test_kernelbench_k0.py",
+    "tests/kbsim/test_policies_equivalence.py",
+    "tests/live/test_proposers_builtin.py",
+    "tests/kbsim/test_replay_compile.py",
+    "tests/kbsim/test_trace_kill.py",
+    "tests/analysis/test_report.py",
+    "tests/live/test_kernelbench_compile_timing.py",
+    "tests/live/test_eval_cli.py",
+    "tests/cli/test_tasks_tritonbench_cli.py",
+    "tests/analysis/test_regret_engine.py",
+    "tests/live/test_kernelbench_eval.py",
+    "tests/live/test_live_tape_exact.py",
+    "tests/live/test_failure_kinds.py",
+    "tests/test_worker_groups.py",
+    "tests/live/test_hostile_runner.py",
+    "tests/kbsim/test_replay_warm.py",
+)
+
 
 def xdist_group_of(nodeid: str) -> str:
     """The worker group of a test: its module's shared-fixture group, else its module."""
@@ -45,10 +82,23 @@ def xdist_group_of(nodeid: str) -> str:
     return _GROUP_OF.get(path, path)
 
 
+def schedule_order(groups: list[str]) -> list[str]:
+    """The order in which the groups (one entry per test) go to the workers: `LONGEST_FIRST`,
+    then the other groups with the most tests first, each group's tests in their own order."""
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    tests = Counter(groups)
+    first = {group: i for i, group in reversed(list(enumerate(groups)))}
+    return sorted(groups, key=lambda g: (rank.get(g, len(rank)), -tests[g], first[g]))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+    if hasattr(config, "workerinput"):  # an xdist worker: the scheduler reads this order
+        groups = [xdist_group_of(item.nodeid) for item in items]
+        order = {group: i for i, group in enumerate(dict.fromkeys(schedule_order(groups)))}
+        items.sort(key=lambda item: order[xdist_group_of(item.nodeid)])
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -63,6 +113,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the workers' collection order: `schedule_order`
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -87,5 +139,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
         from kbsim.replay.warm import warm_cache
 
-        warm_cache(processes=workers,
+        # one process more than workers: the four groups take 61, 35, 28 and 18 s alone, and
+        # two processes left a core idle for the last ~20 s (83 s in all; three: 72 s, filled
+        # alone, 2026-11-27); inside `make test` from a clone 80 s, against 79 s with two
+        warm_cache(processes=workers + 1,
                    say=lambda line: print(line, file=sys.stderr, flush=True))

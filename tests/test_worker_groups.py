@@ -8,7 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SHARED_BY, SHARED_FIXTURE_GROUPS, xdist_group_of
+from tests.conftest import (
+    LONGEST_FIRST,
+    SHARED_BY,
+    SHARED_FIXTURE_GROUPS,
+    schedule_order,
+    xdist_group_of,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,3 +57,16 @@ def test_xdist_runs_a_module_on_one_worker():
     assert proc.returncode == 0, proc.stdout[-2000:]
     ran_on = re.findall(r"^\[(gw\d+)\].* PASSED tests/kbsim/test_rng\.py::", proc.stdout, re.M)
     assert len(ran_on) > 10 and len(set(ran_on)) == 1, ran_on
+
+
+def test_the_longest_groups_go_first_then_the_groups_with_most_tests():
+    groups = ["tests/a.py", "tests/b.py", "tests/b.py", "tests/live/test_live_kills.py",
+              "local-ray-instance", "tests/c.py", "local-ray-instance"]
+    assert schedule_order(groups) == [
+        "local-ray-instance", "local-ray-instance", "tests/live/test_live_kills.py",
+        "tests/b.py", "tests/b.py", "tests/a.py", "tests/c.py"]
+
+
+def test_every_group_named_longest_first_exists():
+    for group in LONGEST_FIRST:
+        assert group in SHARED_FIXTURE_GROUPS or (ROOT / group).is_file(), group
