@@ -21,6 +21,10 @@ LevelN/<file>``). A published timing is compared when:
 - no changelog version after the timings' one updated the problem. The timings' version is the
   oldest one at or after v0.1 (``--timings-version`` names another).
 
+**Only where our timing repeated.** A problem whose timing CV (``timing_cv`` of the reference
+timings) is over ``--max-cv`` (5 %) is not compared: its time is not a property of the GPU (a
+timing that shared the device, say).
+
 Example (after ``kernelband tasks check --tasks kernelbench:KB --device cuda --out ref.json``)::
 
     python benchmarks/kernelbench_published.py --ours ref.json --kernelbench KB
@@ -121,9 +125,11 @@ def changed_after(version: str, changelog: Changelog) -> dict[tuple[str, str], s
 
 def match(ours: Mapping[str, float | None], published: Mapping[str, Mapping[str, Any]],
           current: Mapping[str, Iterable[str]], changelog: Changelog, *, stat: str = "mean",
-          version: str | None = None) -> list[Row]:
+          version: str | None = None, cv: Mapping[str, float | None] | None = None,
+          max_cv: float = 0.05) -> list[Row]:
     """One `Row` per problem we timed (`ours`: ``level/file stem`` -> ms). `current`: level ->
-    the dataset's current file names; `version`: the timings' version (None: inferred)."""
+    the dataset's current file names; `version`: the timings' version (None: inferred); `cv`:
+    our timing CV per problem (from `read_cv`), a problem over `max_cv` not compared."""
     version = version or timings_version(published, current.get("level1", ()), changelog)
     changed = changed_after(version, changelog) if version else {}
     rows = []
@@ -133,8 +139,11 @@ def match(ours: Mapping[str, float | None], published: Mapping[str, Mapping[str,
         entry = published.get(level, {}).get(problem)
         theirs = float(entry[stat]) if entry and entry.get(stat) is not None else None
         why = ""
+        spread = (cv or {}).get(name)
         if ms is None:
             why = "not timed here"
+        elif spread is not None and spread > max_cv:
+            why = f"our timing did not repeat (CV {spread:.1%} > {max_cv:.0%})"
         elif entry is None:
             why = "not in the published timings"
         elif theirs is None:
@@ -202,6 +211,16 @@ def read_ours(path: Path) -> tuple[dict[str, float | None], str | None]:
     return ours, backend
 
 
+def read_cv(path: Path) -> dict[str, float | None]:
+    """``level/stem`` -> our timing's CV (``timing_cv``; None where the file has none)."""
+    data = json.loads(path.read_text())
+    records = (dict(data["tasks"]) if isinstance(data.get("tasks"), dict)
+               else {c["task_id"]: c for c in data.get("checks") or []})
+    return {task[len(PREFIX):]: (float(r["timing_cv"]) if r.get("timing_cv") is not None
+                                 else None)
+            for task, r in records.items() if task.startswith(PREFIX)}
+
+
 def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -237,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the published statistic to compare with [mean]")
     parser.add_argument("--timings-version", default=None,
                         help="the dataset version of the published timings [inferred]")
+    parser.add_argument("--max-cv", type=float, default=0.05,
+                        help="compare only problems whose timing CV is at most this [0.05]")
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args(argv)
 
@@ -249,23 +270,31 @@ def main(argv: list[str] | None = None) -> int:
                if (root / lv).is_dir()}
     changelog = Changelog.read(root / "changelog")
     ours: dict[str, float | None] = {}
+    cv: dict[str, float | None] = {}
     backends = set()
     for path in args.ours:
         part, backend = read_ours(path)
         ours.update(part)
+        cv.update(read_cv(path))
         backends.add(backend)
     backend = next(iter(backends)) if len(backends) == 1 else None
     if backend not in (None, "cuda"):
         print(f"note: our timings are {backend}, not GPU figures", file=sys.stderr)
     version = args.timings_version or timings_version(published, current.get("level1", ()),
                                                       changelog)
-    rows = match(ours, published, current, changelog, stat=args.stat, version=version)
+    rows = match(ours, published, current, changelog, stat=args.stat, version=version, cv=cv,
+                 max_cv=args.max_cv)
     stats = summary(rows)
     print(render(rows, stats, args.hardware, args.stat))
     print(f"\npublished timings taken as dataset {version or 'before ' + ENLARGED}")
+    noisy = sum(r.why.startswith("our timing did not repeat") for r in rows)
+    if noisy:
+        print(f"{noisy} problem(s) left out: our timing's CV over {args.max_cv:.0%} (was the "
+              "GPU shared while timing?)")
     if args.json is not None:
         args.json.write_text(json.dumps({
             "hardware": args.hardware, "stat": args.stat, "timings_version": version,
+            "max_cv": args.max_cv,
             "ours": [str(p) for p in args.ours], "timing_backend": backend, "summary": stats,
             "problems": [{**asdict(r), "ratio": r.ratio} for r in rows]}, indent=2))
     return 0

@@ -129,3 +129,27 @@ def test_reads_tasks_check_json_output(published, tmp_path: Path) -> None:
                                      "timing_backend": "cuda"}]}))
     ours, backend = published.read_ours(path)
     assert ours == {"level1/1_Alpha": 2.5} and backend == "cuda"
+
+
+def test_a_problem_whose_timing_did_not_repeat_is_not_compared(published, tmp_path: Path,
+                                                              capsys) -> None:
+    root = make_dataset(tmp_path / "kb", ["1_Alpha.py", "2_Beta.py", "3_Delta.py"])
+    path = ours_file(tmp_path / "ref.json", OURS)
+    data = json.loads(path.read_text())
+    data["tasks"]["kernelbench/level1/1_Alpha"]["timing_cv"] = 0.24  # timed beside other work
+    data["tasks"]["kernelbench/level1/3_Delta"]["timing_cv"] = 0.004
+    path.write_text(json.dumps(data))
+    out = tmp_path / "cmp.json"
+    assert published.main(["--ours", str(path), "--kernelbench", str(root), "--hardware",
+                           "GPU_X", "--json", str(out)]) == 0
+    assert "1 problem(s) left out: our timing's CV over 5%" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    why = {p["problem"]: p["why"] for p in result["problems"]}
+    assert why["1_Alpha.py"] == "our timing did not repeat (CV 24.0% > 5%)"
+    assert why["3_Delta.py"] == ""  # repeatable: compared
+    level1 = next(s for s in result["summary"] if s["level"] == "level1")
+    assert level1["compared"] == 1 and level1["median"] == pytest.approx(9.0 / 6.0)
+    # a looser bound takes it back
+    assert published.main(["--ours", str(path), "--kernelbench", str(root), "--hardware",
+                           "GPU_X", "--max-cv", "0.3", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["problems"][0]["why"] == ""
