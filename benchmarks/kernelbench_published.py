@@ -48,6 +48,8 @@ PREFIX = "kernelbench/"
 LEVELS = ("level1", "level2", "level3")
 #: the dataset version that enlarged the problem sizes and renamed two level-1 problems
 ENLARGED = "v0.1"
+#: the start of the reason a problem whose timing did not repeat is left out
+NOT_REPEATED = "our timing did not repeat"
 _UPDATED = re.compile(r"updated\s+level\s*(\d)\s*/\s*(\S+?\.py)", re.IGNORECASE)
 
 
@@ -143,7 +145,7 @@ def match(ours: Mapping[str, float | None], published: Mapping[str, Mapping[str,
         if ms is None:
             why = "not timed here"
         elif spread is not None and spread > max_cv:
-            why = f"our timing did not repeat (CV {spread:.1%} > {max_cv:.0%})"
+            why = f"{NOT_REPEATED} (CV {spread:.1%} > {max_cv:.0%})"
         elif entry is None:
             why = "not in the published timings"
         elif theirs is None:
@@ -186,18 +188,21 @@ def summary(rows: list[Row]) -> list[dict[str, Any]]:
     return out
 
 
+def _task_records(path: Path) -> dict[str, dict[str, Any]]:
+    """Task name -> its record, from a reference-timings file or ``tasks check --json``."""
+    data = json.loads(path.read_text())
+    if isinstance(data.get("tasks"), dict):
+        return dict(data["tasks"])
+    if isinstance(data.get("checks"), list):
+        return {c["task_id"]: c for c in data["checks"]}
+    raise ValueError(f"{path}: neither reference timings (tasks check --out) nor "
+                     "tasks check --json output with checks")
+
+
 def read_ours(path: Path) -> tuple[dict[str, float | None], str | None]:
     """``level/stem`` -> our eager ms, and the timing backend, from a reference-timings file
     or ``tasks check --json`` output."""
-    data = json.loads(path.read_text())
-    records: dict[str, dict[str, Any]] = {}
-    if isinstance(data.get("tasks"), dict):
-        records = dict(data["tasks"])
-    elif isinstance(data.get("checks"), list):
-        records = {c["task_id"]: c for c in data["checks"]}
-    else:
-        raise ValueError(f"{path}: neither reference timings (tasks check --out) nor "
-                         "tasks check --json output with checks")
+    records = _task_records(path)
     ours: dict[str, float | None] = {}
     backends = set()
     for task, record in records.items():
@@ -213,12 +218,9 @@ def read_ours(path: Path) -> tuple[dict[str, float | None], str | None]:
 
 def read_cv(path: Path) -> dict[str, float | None]:
     """``level/stem`` -> our timing's CV (``timing_cv``; None where the file has none)."""
-    data = json.loads(path.read_text())
-    records = (dict(data["tasks"]) if isinstance(data.get("tasks"), dict)
-               else {c["task_id"]: c for c in data.get("checks") or []})
     return {task[len(PREFIX):]: (float(r["timing_cv"]) if r.get("timing_cv") is not None
                                  else None)
-            for task, r in records.items() if task.startswith(PREFIX)}
+            for task, r in _task_records(path).items() if task.startswith(PREFIX)}
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -287,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     stats = summary(rows)
     print(render(rows, stats, args.hardware, args.stat))
     print(f"\npublished timings taken as dataset {version or 'before ' + ENLARGED}")
-    noisy = sum(r.why.startswith("our timing did not repeat") for r in rows)
+    noisy = sum(r.why.startswith(NOT_REPEATED) for r in rows)
     if noisy:
         print(f"{noisy} problem(s) left out: our timing's CV over {args.max_cv:.0%} (was the "
               "GPU shared while timing?)")

@@ -319,10 +319,10 @@ class LiveRunner:
             # operator could pass now) and costs an evaluation per failed task per call; only
             # a call that asks (--retry-k0) evaluates it again
             failure = recorded.own_failure(task.name, kid)
-            if failure is not None and not self.config.retry_k0:
-                log.error("%s: k0 failed evaluation (recorded): %s", task.name, failure)
-                return None
             if failure is not None:
+                if not self.config.retry_k0:
+                    log.error("%s: k0 failed evaluation (recorded): %s", task.name, failure)
+                    return None
                 log.warning("%s: k0 failed evaluation (recorded), evaluated again "
                             "(--retry-k0): %s", task.name, failure)
         outcome = self.evaluate(task, task.k0, parent_id=None, chain=[], seed=0)
