@@ -12,10 +12,11 @@ Stages:
 
 1. Each run under ``--runs-dir`` (``benchmarks/runs/``) is checked: every task that can run has
    its target of evaluated attempts (``live_progress.py``), and the exploration run has every
-   correct kernel profiled. A rehearsal notes what is missing and goes on; otherwise the script
-   stops there.
+   correct kernel profiled (but ``--allow-unprofiled N``: its README then names the tasks of
+   those left). A rehearsal notes what is missing and goes on; otherwise the script stops there.
 2. Each is copied to ``DEST/DATASET`` (``traces/``; a rehearsal: ``OUT/traces/``) without the
-   run's side files (``evaluations.jsonl``, ``gpu-lock.jsonl``, ``best/``, the writer's lock),
+   run's side files (``evaluations.jsonl``, ``gpu-lock.jsonl``, ``best/``, the writer's lock,
+   the profiler's cache),
    validated, and given a README: the generated summary (``benchmarks/gpu/dataset_readme.py``,
    with every piece's command from ``NAME.commands``) and notes (the tasks left out and why, the
    plan's notes), and, where the plan names the benchmark's licence, that ``LICENSE`` and a
@@ -49,8 +50,10 @@ for path in (ROOT, ROOT / "benchmarks", ROOT / "benchmarks" / "gpu"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-#: run-side files that are not part of a dataset (traces/SCHEMA.md)
-SIDE_FILES = ("evaluations.jsonl", "gpu-lock.jsonl", "best", ".writer.lock")
+#: run-side files that are not part of a dataset (traces/SCHEMA.md); ``.profile-cache`` holds
+#: Nsight Compute's raw reports, which a profiling pass that resumes reuses: what a dataset
+#: keeps of them is in its kernels table
+SIDE_FILES = ("evaluations.jsonl", "gpu-lock.jsonl", "best", ".writer.lock", ".profile-cache")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class Setup:
     notice: str = ""
     demo_analysis: str = "analysis"
     title: str = "Live runs"
+    #: correct kernels of the exploration run that may lack a profile (``--allow-unprofiled``)
+    allow_unprofiled: int = 0
 
     def run(self, folder: str) -> Run:
         return next(r for r in self.runs if r.folder == folder)
@@ -138,22 +143,25 @@ def readiness(run: Run, setup: Setup) -> tuple[dict[str, Any] | None, list[str]]
         problems.append(f"{run.folder}: {report['finished_tasks']} of {report['runnable']} "
                         f"operators at {run.target} evaluated attempts ({left} attempts left)")
     if run.folder == setup.explore:
-        correct, profiled = kernel_counts(source)
-        if profiled < correct:
+        correct, profiled, _ = kernel_counts(source)
+        if correct - profiled > setup.allow_unprofiled:
             problems.append(f"{run.folder}: {profiled} of {correct} correct kernels profiled "
                             f"(record_runs.py PLAN --jobs profile:{run.folder})")
     return report, problems
 
 
-def kernel_counts(folder: Path) -> tuple[int, int]:
-    """(correct, profiled among the correct) distinct kernels of a trace."""
+def kernel_counts(folder: Path) -> tuple[int, int, dict[str, int]]:
+    """(correct, profiled among the correct, {task: correct kernels not profiled}) of a trace's
+    distinct kernels."""
     from dataset_readme import distinct_kernels
 
     from kbsim.trace.reader import load_trace
 
     distinct = distinct_kernels(load_trace(folder).kernels_df())
     correct = distinct[distinct["correct"]]
-    return len(correct), int(correct["profiled"].sum())
+    left = correct[~correct["profiled"].astype(bool)].reset_index()
+    return (len(correct), int(correct["profiled"].sum()),
+            {str(k): int(v) for k, v in left["task_id"].value_counts().sort_index().items()})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,12 +224,25 @@ def notes(run: Run, report: dict[str, Any], rehearsal: list[str], setup: Setup) 
         f"- **Steps.** T = {run.target} evaluated attempts per task, seed 0, the `mutate` "
         "proposer (no LLM). A `not_applicable` proposal (a mutation that does not apply to "
         "its parent) spends no step and is kept as a row.",
-        f"- **Profiles.** {run.profile}.",
+        f"- **Profiles.** {run.profile}{profiled_note(run, setup)}.",
         *setup.notes,
     ]
     if setup.licence is not None:
         lines += ["- **Licence of the kernels.** See `LICENSE` and `NOTICE` in this folder."]
     return lines
+
+
+def profiled_note(run: Run, setup: Setup) -> str:
+    """For the exploration run: how many of its correct kernels have a profile, and whose lack
+    one (shipped with ``--allow-unprofiled``)."""
+    if run.folder != setup.explore:
+        return ""
+    correct, profiled, left = kernel_counts(setup.runs_dir / run.folder)
+    text = f": {profiled:,} of its {correct:,} distinct correct kernels"
+    if left:
+        text += (" (not profiled: " + ", ".join(f"{n} of `{task.split('/', 1)[-1]}`"
+                                                 for task, n in left.items()) + ")")
+    return text
 
 
 def ship(run: Run, dest: Path, report: dict[str, Any], rehearsal: list[str],
@@ -345,8 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=100, help="replay seeds [100]")
     parser.add_argument("--boot", type=int, default=2000,
                         help="head-to-head bootstrap resamples [2000]")
+    parser.add_argument("--allow-unprofiled", type=int, default=0, metavar="N",
+                        help="ship although up to N correct kernels of the exploration run lack "
+                             "a profile; its README says how many, of which tasks [0]")
     args = parser.parse_args(argv)
     setup = setup_from_plan(args.plan, args.runs_dir, args.benchmark)
+    setup.allow_unprofiled = max(0, args.allow_unprofiled)
     out = args.out.resolve()
     dest = (args.dest or (out / "traces" if args.rehearse else ROOT / "traces")).resolve()
     if args.rehearse and dest == (ROOT / "traces").resolve():

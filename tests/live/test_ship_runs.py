@@ -89,11 +89,15 @@ def test_a_dataset_gets_its_rows_a_readme_and_no_side_files(runs: Path, ship,
                                                            tmp_path: Path) -> None:
     setup = _setup(ship, runs)
     run = setup.run("tb-v2-h200")  # v2: no profiling asked of it
+    cache = runs / run.folder / ".profile-cache" / "task"
+    cache.mkdir(parents=True)
+    (cache / "k.json").write_text("{}")  # Nsight Compute's raw report, as a resumed pass keeps
     report, problems = ship.readiness(run, setup)
     assert problems == []
     shipped = ship.ship(run, tmp_path / "traces", report, problems, None, setup)
     assert shipped.name == "tritonbench-g-v2-h200" and validate_trace(shipped) == []
     assert not (shipped / "evaluations.jsonl").exists()
+    assert not (shipped / ".profile-cache").exists()
     assert (runs / run.folder / "evaluations.jsonl").exists()  # the run itself is untouched
     readme = (shipped / "README.md").read_text()
     assert "REHEARSAL" not in readme
@@ -129,3 +133,24 @@ def test_sim2real_tables_are_cut_to_their_geomean_rows(ship) -> None:
     assert ship.geomean_rows(table).splitlines() == [
         "Sim-to-real: caption.", "", "| env | task | x |", "| --- | --- | --- |",
         "| tape | **geomean** | 2 |"]
+
+
+def test_allow_unprofiled_ships_the_exploration_and_its_readme_names_what_lacks_a_profile(
+        runs: Path, ship) -> None:
+    setup = _setup(ship, runs)
+    run = setup.run("tb-explore-h200")  # --profile off: no correct kernel has a profile
+    correct, profiled, left = ship.kernel_counts(runs / run.folder)
+    assert correct > 0 and profiled == 0 and sum(left.values()) == correct
+    setup.allow_unprofiled = correct - 1
+    assert ship.readiness(run, setup)[1]  # one more than allowed: refused
+    setup.allow_unprofiled = correct
+    report, problems = ship.readiness(run, setup)
+    assert problems == []
+    shipped = ship.ship(run, runs.parent / "traces", report, problems, None, setup)
+    readme = (shipped / "README.md").read_text()
+    named = ", ".join(f"{n} of `{task.split('/', 1)[-1]}`" for task, n in left.items())
+    assert f"0 of its {correct} distinct correct kernels (not profiled: {named})" in readme
+    # the policy runs' READMEs carry no such count
+    v2 = ship.ship(setup.run("tb-v2-h200"), runs.parent / "traces",
+                   *ship.readiness(setup.run("tb-v2-h200"), setup), None, setup)
+    assert "distinct correct kernels" not in (v2 / "README.md").read_text()
