@@ -40,6 +40,9 @@ class AnalysisInput:
     kernels: pd.DataFrame | None = None
     manifests: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    #: a replay's per-episode summary (``_summary.parquet``), where the results folder has one:
+    #: it also holds the runs that stopped before their first step, which have no step rows
+    summary: pd.DataFrame | None = None
 
 
 def _results_files(path: Path) -> list[Path]:
@@ -127,4 +130,6 @@ def load_input(path: str | Path) -> AnalysisInput:
     results = table.to_pandas()
     if results.empty:
         raise InputError(f"{root}: the results files hold no rows")
-    return AnalysisInput(kind, root, results=results, params=_read_params(root))
+    summary_file = root / "_summary.parquet"
+    summary = pq.read_table(summary_file).to_pandas() if summary_file.is_file() else None
+    return AnalysisInput(kind, root, results=results, params=_read_params(root), summary=summary)

@@ -27,6 +27,7 @@ from analysis.task_speedups import task_speedup_table, task_speedup_wide
 from analysis.trace_features import covering_tables, lipschitz_table, validity_tables
 from analysis.verdict import (
     final_runs,
+    final_runs_from_summary,
     question_text,
     regret_verdicts,
     span_text,
@@ -190,14 +191,31 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int,
                    "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
                    "steps": int(res["step"].max() - res["step"].min() + 1)}
     out.question = results_question(res, inp.params)
-    verdict, notes = verdict_table(final_runs(res), rng=rng, n_boot=max(n_boot, 200))
+    runs = final_runs(res)
+    stopped_at_once: list[str] = []
+    if inp.summary is not None and not inp.summary.empty:
+        # a run that stopped before its first step (no applicable (parent, strategy) pair:
+        # DESIGN.md, not-applicable proposals) has no step rows but is a run all the same, its
+        # best kernel k0: the per-episode summary holds it, so the paired comparisons keep it
+        finals = final_runs_from_summary(inp.summary)
+        keys = ["policy", "env", "task_id", "seed"]
+        extra = finals.merge(runs[keys], on=keys, how="left", indicator=True)
+        extra = extra[extra["_merge"] == "left_only"]
+        for env, part in extra.groupby("env", sort=True):
+            stopped_at_once.append(
+                f"{env}: {len(part)} run(s) stopped before their first step, nothing applicable "
+                f"to k0 (most on {part['task_id'].value_counts().index[0]}); the verdict and "
+                "the component table count them at k0's speedup")
+        runs = finals
+    verdict, notes = verdict_table(runs, rng=rng, n_boot=max(n_boot, 200))
+    notes = stopped_at_once + notes
     out.tables["verdict"] = verdict
     out.verdict = verdict_sentences(verdict)
     if not verdict.empty:
         out.figures["verdict"] = plots.to_png(verdict_figure(verdict))
     # full v2 beside variants of the components preset: each part's effect (its own random
     # stream, so the sections after it draw what they drew before)
-    components = component_table(final_runs(res), rng=np.random.default_rng([seed, 1]),
+    components = component_table(runs, rng=np.random.default_rng([seed, 1]),
                                  n_boot=max(n_boot, 200))
     if not components.empty:
         out.tables["components"] = components

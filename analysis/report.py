@@ -199,7 +199,7 @@ def _blocks(analysis: Analysis, prefix: str = "") -> tuple[list[str], list[str]]
     verdict = verdict_html(analysis.question, analysis.verdict, analysis.tables.get("verdict"),
                            analysis.figures.get("verdict"))
     if verdict:
-        blocks.append(verdict.replace("id='verdict", f"id='{prefix}verdict", 2))
+        blocks.append(verdict.replace("id='verdict", f"id='{prefix}verdict"))
         nav.append(f"<a href='#{prefix}verdict'>Verdict</a>")
     components = components_html(analysis.tables.get("components"), prefix)
     if components:  # why the verdict came out so: each part of KernelBand against full v2

@@ -222,3 +222,24 @@ def test_raw_parameters_read_as_ranges_and_counts() -> None:
     assert readable(list(range(100))) == "0–99 (100)"
     assert readable([3, 9, 27]) == "3, 9, 27"
     assert readable([f"p{i}" for i in range(40)]).endswith("… (40)")
+
+
+def test_a_page_of_several_datasets_has_each_element_id_once(tmp_path: Path) -> None:
+    """Two datasets on one page (as `kernelband demo` writes it): every id once, so each
+    navigation link lands on its own dataset's section (the second verdict's table kept the
+    first one's id)."""
+    from analysis.inputs import load_input
+    from analysis.pipeline import analyze_input
+
+    effects = {"a": 0.0, "b": float(np.log(0.9))}
+    first = analyze_input(load_input(write_planted_results(tmp_path / "one", effects,
+                                                           n_seeds=4)), n_boot=100)
+    second = analyze_input(load_input(write_planted_results(tmp_path / "two", effects,
+                                                            n_seeds=4)), n_boot=100)
+    page = render_report(first, heading="one", parts=[("two", "two", second)])
+    ids = re.findall(r"id='([^']+)'", page) + re.findall(r'id="([^"]+)"', page)
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    assert repeated == []
+    assert "two-verdict-table" in ids and "verdict-table" in ids
+    links = re.findall(r"href='#([^']+)'", page)
+    assert links and set(links) <= set(ids)

@@ -197,3 +197,35 @@ def test_question_names_a_trace_by_a_relative_path_not_the_machines(tmp_path, mo
     assert _shown_path(str(inside)) == "traces/explore-h200"
     assert _shown_path("/elsewhere/runs/explore-h200") == "explore-h200"
     assert _shown_path("traces/explore-h200") == "traces/explore-h200"
+
+
+def test_runs_that_stopped_before_their_first_step_stay_in_the_paired_verdict(
+        tmp_path: Path) -> None:
+    """A replay run that stops at once (nothing applicable to k0) writes no step rows, only its
+    summary row. Here one task has such a run on seeds 0-2 and another on seeds 3-5: read from
+    the step rows alone no seed is complete on every task, so the environment's verdict came
+    out empty; read with the summary, those runs count at k0's speedup."""
+    root = write_planted_results(tmp_path / "res", EFFECTS, envs=("tape", "fitted"), n_seeds=6)
+    part = root / "part-00000.parquet"
+    frame = pd.read_parquet(part)
+    summary = final_runs(frame).rename(columns={"best_speedup": "final_best_speedup"})
+    summary = summary.assign(horizon=int(frame["step"].max()) + 1)
+    first, second = sorted(frame["task_id"].unique())[:2]
+    stopped = (frame["env"] == "fitted") & (frame["policy"] == "worst") & (
+        ((frame["task_id"] == first) & (frame["seed"] < 3))
+        | ((frame["task_id"] == second) & (frame["seed"] >= 3)))
+    frame[~stopped].to_parquet(part, index=False)
+    key = ["policy", "env", "task_id", "seed"]
+    gone = frame[stopped][key].drop_duplicates().assign(at_k0=True)
+    at_k0 = summary.merge(gone, on=key, how="left")["at_k0"].eq(True).to_numpy()
+    summary.loc[at_k0, "final_best_speedup"] = 1.0
+    assert at_k0.sum() == 6
+    without = analyze_input(load_input(root), n_boot=200)  # the step rows alone
+    assert set(without.tables["verdict"]["env"]) == {"tape"}
+    summary.to_parquet(root / "_summary.parquet", index=False)
+    fixed = analyze_input(load_input(root), n_boot=200)
+    verdict = fixed.tables["verdict"]
+    assert set(verdict["env"]) == {"tape", "fitted"}
+    assert (verdict.loc[verdict["env"] == "fitted", "n_seeds"] == 6).all()
+    (note,) = [n for n in fixed.notes if "stopped before their first step" in n]
+    assert note.startswith("fitted: 6 run(s)")
