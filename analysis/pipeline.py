@@ -159,10 +159,11 @@ def _shown_path(path: str) -> str:
 def results_question(res: pd.DataFrame, params: dict[str, Any]) -> dict[str, Any]:
     """What a replay compared: policies, environments, trace, GPU, proposer, tasks, T, seeds."""
     replay = params.get("_replay") or {}
+    present = {str(e) for e in res["env"].unique()}  # not set(column): millions of rows
     question: dict[str, Any] = {
         "policies": list(dict.fromkeys(replay.get("policies") or sorted(res["policy"].unique()))),
-        "envs": [e for e in ("tape", "fitted", "synthetic") if e in set(res["env"])]
-                + sorted(set(res["env"]) - {"tape", "fitted", "synthetic"}),
+        "envs": [e for e in ("tape", "fitted", "synthetic") if e in present]
+                + sorted(present - {"tape", "fitted", "synthetic"}),
         "tasks": int(res["task_id"].nunique()),
         "steps": int(res["step"].max() - res["step"].min() + 1),
         "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
