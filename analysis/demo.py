@@ -5,7 +5,7 @@ project), each an exploration trace with the live policy runs recorded beside it
 
 - the project's 15 built-in tasks (``explore-h200``, with KernelBand v2's ``policy-v2-h200``);
 - TritonBench-G, the paper's 50-operator subset (``tritonbench-g-explore-h200``, with
-  ``tritonbench-g-v2-h200`` and ``tritonbench-g-greedy-h200``), once shipped (issue #19).
+  ``tritonbench-g-v2-h200`` and ``tritonbench-g-greedy-h200``).
 
 Each dataset found goes through the same stages: replay (tape and fitted environments, preset
 ``paper-ablation``, then preset ``components`` for the component table) -> analysis tables
