@@ -23,8 +23,8 @@ def demo(out: str, trace: str | None, policy_trace: str | None, seeds: int,
     """Replay the paper's ablation grid on the default data and write OUT/report.html.
 
     The default data are the datasets shipped under traces/ (recorded on an H200): the
-    built-in tasks' exploration trace and, once shipped, TritonBench-G's (the paper's
-    50-operator subset); a logging-policy trace of the synthetic environment is generated on
+    built-in tasks' exploration trace and TritonBench-G's (the paper's 50-operator subset);
+    a logging-policy trace of the synthetic environment is generated on
     the fly if a checkout has none. Each is replayed on the tape and fitted environments
     (preset paper-ablation, T = 20 and 40), then each part of KernelBand v2 against full v2
     (preset components: masks, clustering, arm rule, parent rule; printed and right after the
