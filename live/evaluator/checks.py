@@ -29,10 +29,11 @@ from typing import Any
 
 import torch
 
-Tolerance = Callable[[str], tuple[float, float]]
+# defined with the memory plan, which counts its bytes: the runner's process plans without
+# importing torch (#36)
+from live.evaluator.memory_plan import CHUNK_ELEMENTS
 
-#: elements compared at a time in float64 (about 56 bytes each in flight: 2**24 -> ~0.9 GiB)
-CHUNK_ELEMENTS = 2**24
+Tolerance = Callable[[str], tuple[float, float]]
 
 
 @dataclass(frozen=True)

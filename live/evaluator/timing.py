@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
-
 
 @dataclass(frozen=True)
 class TimingConfig:
@@ -90,6 +88,8 @@ def time_cuda_interleaved(
     fns: Sequence[Callable[[], object]], config: TimingConfig, l2_bytes: int
 ) -> Samples:
     """Interleaved CUDA-event timings of `fns` with L2 flushed before every timed call."""
+    import torch  # here: the runner's process imports this module and never times (#36)
+
     flush = torch.empty(max(int(2 * l2_bytes), 1 << 20), dtype=torch.int8, device="cuda")
     started = time.perf_counter()
     rep_s = 0.0

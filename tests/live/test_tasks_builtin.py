@@ -98,3 +98,20 @@ def test_source_that_does_not_import_is_reported() -> None:
     result = selfcheck(builtin_task("add"), "cpu", source="def add(:\n")
     assert not result.ok and result.checks == ()
     assert result.error is not None and result.error.startswith("source does not import")
+
+
+def test_the_runner_s_process_loads_every_built_in_task_without_torch() -> None:
+    """`kernelband live`'s own process loads the tasks and plans, its workers run them: torch
+    stays out of it (it cost each start ~2 s of CPU: #36), whatever imports it at the top."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import kernelband.cli.live, live.runner.runner\n"
+            "from live.tasks.registry import load_tasks\n"
+            "from live.tasks.sources import LoadOptions\n"
+            "tasks = load_tasks('builtin', LoadOptions(device='cpu')).tasks\n"
+            "print(len(tasks), 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == [str(len(BUILTIN_TASKS)), "False"], done.stdout

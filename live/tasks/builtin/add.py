@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -33,10 +36,14 @@ def add(x, y, alpha, out):
 
 
 def reference(x: torch.Tensor, y: torch.Tensor, alpha: float) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.add(x, y, alpha=alpha),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     n = shape["N"]
     return (randn((n,), torch.float32, gen, device), randn((n,), torch.float32, gen, device), 0.5)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import math
@@ -69,10 +71,14 @@ HEAD_DIM = 64
 
 
 def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.scaled_dot_product_attention(q, k, v),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     dims = (shape["B"], shape["H"], shape["S"], HEAD_DIM)
     return tuple(randn(dims, torch.float16, gen, device) for _ in range(3))

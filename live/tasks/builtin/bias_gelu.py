@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -40,10 +43,14 @@ def bias_gelu(x, bias, out):
 
 
 def reference(x: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.gelu(x + bias, approximate="tanh"),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     m, n = shape["M"], shape["N"]
     return (randn((m, n), torch.float16, gen, device), randn((n,), torch.float16, gen, device))

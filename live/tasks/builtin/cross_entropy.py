@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randint, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -49,10 +52,14 @@ def cross_entropy(logits, targets, loss):
 
 
 def reference(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.cross_entropy(logits, targets, reduction="none"),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     m, v = shape["M"], shape["V"]
     return (randn((m, v), torch.float32, gen, device, scale=3.0), randint(v, (m,), gen, device))

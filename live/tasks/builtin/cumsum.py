@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, rand
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -40,12 +43,16 @@ def cumsum(x, out):
 
 
 def reference(x: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.cumsum(x, dim=-1),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
     # non-negative values keep the running sums away from zero, where fp32 summation order
     # (sequential in PyTorch, blocked in a scan kernel) would need a large absolute tolerance
+    import torch
+
     return (rand((shape["M"], shape["N"]), torch.float32, generator(seed), device),)
 
 

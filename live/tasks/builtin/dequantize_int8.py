@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, rand
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -38,10 +41,14 @@ def dequantize_int8(q, scale, out):
 
 
 def reference(q: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return ((q.float() * scale[:, None]).to(torch.float16),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     m, n = shape["M"], shape["N"]
     q = torch.randint(-127, 128, (m, n), generator=gen, dtype=torch.int8).to(device)

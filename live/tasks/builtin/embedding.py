@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randint, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -39,10 +42,14 @@ def embedding(ids, weight, out):
 
 
 def reference(ids: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.embedding(ids, weight),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     ids = randint(shape["V"], (shape["T"],), gen, device)
     return (ids, randn((shape["V"], shape["D"]), torch.float16, gen, device))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -50,6 +53,8 @@ def quantize_int8(x, q, scale):
 
 
 def reference(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
     x32 = x.float()
     scale = x32.abs().amax(dim=-1).clamp(min=1e-8) / 127.0
     v = x32 / scale[:, None]
@@ -58,6 +63,8 @@ def reference(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     return (randn((shape["M"], shape["N"]), torch.float16, generator(seed), device, scale=3.0),)
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 EPS = 1e-6
 
@@ -50,10 +53,14 @@ def rmsnorm(x, weight, eps, out):
 
 
 def reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     m, n = shape["M"], shape["N"]
     x = randn((m, n), torch.bfloat16, gen, device)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -52,10 +55,14 @@ def softmax(x, out):
 
 
 def reference(x: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.softmax(x, dim=-1),)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     return (randn((shape["M"], shape["N"]), torch.float16, gen, device, scale=2.0),)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -34,10 +37,14 @@ def swiglu(gate, up, out):
 
 
 def reference(gate: torch.Tensor, up: torch.Tensor) -> tuple[torch.Tensor]:
+    import torch
+
     return (torch.nn.functional.silu(gate) * up,)
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     gen = generator(seed)
     m, n = shape["M"], shape["N"]
     return (randn((m, n), torch.bfloat16, gen, device), randn((m, n), torch.bfloat16, gen, device))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from live.tasks.base import Task
 from live.tasks.builtin._common import generator, randn
+
+if TYPE_CHECKING:
+    import torch
 
 K0 = '''
 import torch
@@ -44,6 +47,8 @@ def reference(x: torch.Tensor) -> tuple[torch.Tensor]:
 
 
 def make_inputs(shape: dict[str, int], seed: int, device: str) -> tuple:
+    import torch
+
     return (randn((shape["M"], shape["N"]), torch.float16, generator(seed), device),)
 
 
