@@ -57,7 +57,8 @@ def test_progress_of_the_committed_tritonbench_run() -> None:
     by_state: dict[str, int] = {}
     for t in report["tasks"]:
         by_state[t["state"]] = by_state.get(t["state"], 0) + 1
-    # the subset's operators that loaded; three stop at a k0 that fails on the H200
-    assert len(report["tasks"]) == 48 and by_state.get("k0 failed") == 3
-    assert report["needed"] == 60 * 45
-    assert 0 < report["evaluated_toward_target"] <= report["needed"]
+    # the subset's operators that loaded; two stop at a k0 that fails on the H200
+    # (attention_kernel, quantize_kv_copy; layer_norm_welfold's passed when evaluated again)
+    assert len(report["tasks"]) == 48 and by_state == {"done": 46, "k0 failed": 2}
+    assert report["needed"] == 60 * 46 and report["complete"]
+    assert report["evaluated_toward_target"] == report["needed"]
