@@ -192,22 +192,21 @@ def _results_analysis(inp: AnalysisInput, rng: np.random.Generator, n_boot: int,
                    "seeds": span_text(sorted(int(s) for s in res["seed"].unique())),
                    "steps": int(res["step"].max() - res["step"].min() + 1)}
     out.question = results_question(res, inp.params)
-    runs = final_runs(res)
     stopped_at_once: list[str] = []
     if inp.summary is not None and not inp.summary.empty:
         # a run that stopped before its first step (no applicable (parent, strategy) pair:
         # DESIGN.md, not-applicable proposals) has no step rows but is a run all the same, its
-        # best kernel k0: the per-episode summary holds it, so the paired comparisons keep it
-        finals = final_runs_from_summary(inp.summary)
-        keys = ["policy", "env", "task_id", "seed"]
-        extra = finals.merge(runs[keys], on=keys, how="left", indicator=True)
-        extra = extra[extra["_merge"] == "left_only"]
-        for env, part in extra.groupby("env", sort=True):
+        # best kernel k0: the per-episode summary holds every run, so the paired comparisons
+        # read their final values from it
+        runs = final_runs_from_summary(inp.summary)
+        longest = inp.summary[inp.summary["horizon"] == inp.summary["horizon"].max()]
+        for env, part in longest[longest["steps_run"] == 0].groupby("env", sort=True):
             stopped_at_once.append(
                 f"{env}: {len(part)} run(s) stopped before their first step, nothing applicable "
                 f"to k0 (most on {part['task_id'].value_counts().index[0]}); the verdict and "
                 "the component table count them at k0's speedup")
-        runs = finals
+    else:
+        runs = final_runs(res)
     verdict, notes = verdict_table(runs, rng=rng, n_boot=max(n_boot, 200))
     notes = stopped_at_once + notes
     out.tables["verdict"] = verdict

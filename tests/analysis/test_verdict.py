@@ -209,7 +209,8 @@ def test_runs_that_stopped_before_their_first_step_stay_in_the_paired_verdict(
     part = root / "part-00000.parquet"
     frame = pd.read_parquet(part)
     summary = final_runs(frame).rename(columns={"best_speedup": "final_best_speedup"})
-    summary = summary.assign(horizon=int(frame["step"].max()) + 1)
+    horizon = int(frame["step"].max()) + 1
+    summary = summary.assign(horizon=horizon, steps_run=horizon)
     first, second = sorted(frame["task_id"].unique())[:2]
     stopped = (frame["env"] == "fitted") & (frame["policy"] == "worst") & (
         ((frame["task_id"] == first) & (frame["seed"] < 3))
@@ -218,7 +219,7 @@ def test_runs_that_stopped_before_their_first_step_stay_in_the_paired_verdict(
     key = ["policy", "env", "task_id", "seed"]
     gone = frame[stopped][key].drop_duplicates().assign(at_k0=True)
     at_k0 = summary.merge(gone, on=key, how="left")["at_k0"].eq(True).to_numpy()
-    summary.loc[at_k0, "final_best_speedup"] = 1.0
+    summary.loc[at_k0, ["final_best_speedup", "steps_run"]] = [1.0, 0]
     assert at_k0.sum() == 6
     without = analyze_input(load_input(root), n_boot=200)  # the step rows alone
     assert set(without.tables["verdict"]["env"]) == {"tape"}
