@@ -108,6 +108,40 @@ def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
     loaded.skipped = explained
 
 
+def _sanitize_passing(task_spec: str, loaded, ops: tuple[str, ...],  # noqa: ANN001 - Loaded
+                      indices: str | None) -> None:
+    """Run the passing operators `ops` under compute-sanitizer; one whose gold code it finds
+    errors in leaves the loaded tasks for the skipped ones (and its cached record keeps that),
+    with a line per operator on stderr; one sentence and exit 1 where it cannot run."""
+    import torch
+
+    from live.tasks.sources.tritonbench import folder
+    from live.tasks.tritonbench.sanitize import find_sanitizer, sanitize_passing
+
+    if not task_spec.startswith("tritonbench:"):
+        raise click.ClickException("--sanitize needs a TritonBench-G spec (tritonbench:PATH).")
+    try:
+        chosen = [int(i) for i in indices.split(",")] if indices else None
+    except ValueError:
+        raise click.ClickException(f"--sanitize-inputs takes input numbers separated by "
+                                   f"commas (e.g. 12,15), got {indices!r}.") from None
+    sanitizer = find_sanitizer()
+    if not torch.cuda.is_available() or sanitizer is None:
+        raise click.ClickException("--sanitize needs a CUDA GPU and compute-sanitizer "
+                                   "(on PATH or in CUDA_HOME/bin).")
+    try:
+        found = sanitize_passing(
+            folder(task_spec.split(":", 1)[1]), loaded, ops, indices=chosen,
+            sanitizer=sanitizer,
+            progress=lambda op: click.echo(f"compute-sanitizer: {op} ...", err=True))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    for op, sentence in found:
+        click.echo(f"compute-sanitizer: {op}: "
+                   + (f"skipped, its pass is hollow: {sentence}" if sentence
+                      else "found nothing, it stays loaded"), err=True)
+
+
 def _verdict_summary(task, loaded) -> str:  # noqa: ANN001 - a Task, its Loaded
     """``""``, or e.g. ``"; 2 of 13 perf shapes timed unchecked, 3 dropped"`` (D73)."""
     findings = loaded.findings_of(task.name)
@@ -248,11 +282,19 @@ def _resolve_or_fail(task_spec: str) -> list:
               "script passes under compute-sanitizer (memcheck, initcheck; its plain script and "
               "its smallest performance inputs) and show what it finds, why that pass is hollow "
               "(a minute or two an operator).")
+@click.option("--sanitize", "sanitize_ops", multiple=True, metavar="OP",
+              help="On a GPU, for a TritonBench-G spec: run operator OP, which passed the load, "
+              "under compute-sanitizer like --explain-skips; if it finds errors in the gold "
+              "code, OP is skipped as a hollow pass, in this load and every later one on this "
+              "machine (its cached check keeps the finding; --no-cache forgets it). Repeatable.")
+@click.option("--sanitize-inputs", "sanitize_inputs", default=None, metavar="I,J",
+              help="With --sanitize: the performance inputs to run, by number (e.g. 12,15) "
+              "[the two smallest].")
 @_load_options
 def check(task_spec: str, device: str, out: str | None, timeout_s: float,
           gpu_memory_gib: float | None, compile_timing: bool, resume: bool, parallel: int,
-          explain_skips: bool, no_cache: bool, check_workers: int | None,
-          as_json: bool) -> None:
+          explain_skips: bool, sanitize_ops: tuple[str, ...], sanitize_inputs: str | None,
+          no_cache: bool, check_workers: int | None, as_json: bool) -> None:
     """Gold-vs-gold: each task's k0 against its reference in the real evaluator.
 
     Prints one row per task and exits non-zero if any k0 fails. CPU timings are
@@ -279,6 +321,8 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
                            timeout_s=timeout_s)
     if explain_skips:
         _explain_skips(task_spec, loaded)
+    if sanitize_ops:
+        _sanitize_passing(task_spec, loaded, sanitize_ops, sanitize_inputs)
     checked_at_load = bool(loaded.stats)
     if checked_at_load and not out:
         if as_json:

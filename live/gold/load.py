@@ -32,7 +32,7 @@ from live.evaluator.host_memory import HostRoom
 from live.evaluator.isolated import CALLABLE_PREFIX, Call, default_workers, run_calls
 from live.evaluator.settings import WorkerSettings
 from live.gold import cache
-from live.tasks.skips import Loaded, Skipped
+from live.tasks.skips import Loaded, Skipped, hollow_pass_reason
 
 #: results of plain-script runs are keyed by this prefix and the item's name
 PLAIN_KEY = "plain-script:"
@@ -143,7 +143,10 @@ def checked_load(
     tasks, skipped, findings = [], [], {}
     for item in items:
         record = records[item.name]
-        if record["passed"]:
+        if record["passed"] and record.get("hollow"):
+            # a pass that compute-sanitizer showed to be hollow (`tasks check --sanitize`)
+            record = {**record, "reason": hollow_pass_reason(record["hollow"])}
+        elif record["passed"]:
             meta = record["meta"]
             if isinstance(meta, dict):  # the check's per-shape findings travel with it (D73)
                 meta = {**meta, "verdicts": record.get("shape_verdicts") or {},
@@ -158,10 +161,12 @@ def checked_load(
                                               f"{type(exc).__name__}: {exc}"}
         skipped.append(Skipped(item.name, record["reason"], record.get("plain_script"),
                                record.get("hollow")))
-    with_verdicts = {name: record.get("shape_verdicts") for name, record in records.items()
-                     if record["passed"] and record.get("shape_verdicts")}
-    flaky = {name: record["first_check"] for name, record in records.items()
-             if record["passed"] and record.get("first_check")}
+    passed = {name: record for name, record in records.items()
+              if record["passed"] and not record.get("hollow")}
+    with_verdicts = {name: record.get("shape_verdicts") for name, record in passed.items()
+                     if record.get("shape_verdicts")}
+    flaky = {name: record["first_check"] for name, record in passed.items()
+             if record.get("first_check")}
     stats = {"device": device, "device_name": load.env["device_name"],
              "operators": len(items), "passed": len(tasks), "checked": len(load.todo),
              "cached": len(items) - len(load.todo),
@@ -170,8 +175,8 @@ def checked_load(
              # NOTE (D76): operators whose own test code is compared only where runs of the
              # gold code agree
              "passed_with_results_set_aside": {
-                 name: record["source_note"] for name, record in records.items()
-                 if record["passed"] and record.get("source_note")},
+                 name: record["source_note"] for name, record in passed.items()
+                 if record.get("source_note")},
              # NOTE (D87): operators that failed a first check and passed a second one in a
              # fresh worker, with the first check's reason
              "passed_on_second_check": flaky}

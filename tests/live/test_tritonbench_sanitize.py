@@ -183,3 +183,74 @@ def test_a_candidate_runs_the_chosen_performance_inputs(tmp_path: Path) -> None:
     assert "perf input 0: RuntimeError: no" in log.read_text()
     with pytest.raises(ValueError, match="a candidate runs only the perf part"):
         run_part(TRITONBENCH_MINI, "add", "plain", None, candidate=good)
+
+
+def test_a_passing_operator_the_sanitizer_finds_errors_in_is_skipped_for_later_loads_too(
+        tritonbench_mini_load, tmp_path: Path, fake_sanitizer: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tasks check --sanitize OP`: the stand-in sanitizer reports an out-of-bounds read in
+    the gold code of `add`, which passed its check; `add` is skipped as a hollow pass, now and
+    in a later load read from the cache."""
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
+    from live.tasks.tritonbench.sanitize import sanitize_passing
+    from tests.live.conftest import TRITONBENCH_MINI
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR",
+                       str(tritonbench_mini_load.cache_copy(tmp_path / "cache")))
+    spec = f"tritonbench:{TRITONBENCH_MINI}"
+    loaded = load_tasks(spec, LoadOptions(device="cpu"))
+    passed = len(loaded.tasks)
+    assert "tritonbench/add" in [t.name for t in loaded.tasks]
+    skipped_op = loaded.skipped[0].op
+    with pytest.raises(ValueError, match=f"{skipped_op} did not pass the load"):
+        sanitize_passing(TRITONBENCH_MINI, loaded, [skipped_op], device="cpu")
+
+    seen: list[str] = []
+    found = sanitize_passing(TRITONBENCH_MINI, loaded, ["add"], device="cpu", indices=[0],
+                             timeout_s=240, sanitizer=str(fake_sanitizer), progress=seen.append)
+    assert seen == ["add"]
+    [(op, sentence)] = found
+    assert op == "add" and sentence is not None
+    assert sentence.startswith("compute-sanitizer: its plain script under memcheck, 1 error: "
+                               "Invalid __global__ read of size 16 bytes")
+    assert "its performance inputs under memcheck" in sentence
+    assert "tritonbench/add" not in [t.name for t in loaded.tasks]
+    assert "tritonbench/add" not in loaded.findings
+    skip = {s.op: s for s in loaded.skipped}["add"]
+    assert skip.reason == f"its gold check passes, but hollowly: {sentence}"
+    assert skip.hollow == sentence
+
+    again = load_tasks(spec, LoadOptions(device="cpu"))
+    assert again.stats["checked"] == 0  # from the cache
+    assert len(again.tasks) == passed - 1 == again.stats["passed"]
+    assert {s.op: s.reason for s in again.skipped}["add"] == skip.reason
+
+
+def test_an_operator_the_sanitizer_finds_nothing_in_stays_loaded(
+        tritonbench_mini_load, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from live.tasks.registry import load_tasks
+    from live.tasks.sources import LoadOptions
+    from live.tasks.tritonbench import sanitize
+    from tests.live.conftest import TRITONBENCH_MINI
+
+    monkeypatch.setenv("KERNELBAND_CACHE_DIR",
+                       str(tritonbench_mini_load.cache_copy(tmp_path / "cache")))
+    calls = []
+    monkeypatch.setattr(sanitize, "explain_operator",
+                        lambda data, op, **kw: calls.append((op, kw["indices"])) or (None, []))
+    spec = f"tritonbench:{TRITONBENCH_MINI}"
+    loaded = load_tasks(spec, LoadOptions(device="cpu"))
+    names = [t.name for t in loaded.tasks]
+    assert sanitize.sanitize_passing(TRITONBENCH_MINI, loaded, ["add"], device="cpu",
+                                     indices=[12, 15]) == [("add", None)]
+    assert calls == [("add", [12, 15])]
+    assert [t.name for t in loaded.tasks] == names
+    assert [t.name for t in load_tasks(spec, LoadOptions(device="cpu")).tasks] == names
+
+
+def test_sanitize_needs_a_tritonbench_spec() -> None:
+    result = CliRunner().invoke(main, ["tasks", "check", "--tasks", "builtin", "--device", "cpu",
+                                      "--sanitize", "softmax"])
+    assert result.exit_code != 0
+    assert "--sanitize needs a TritonBench-G spec" in result.output

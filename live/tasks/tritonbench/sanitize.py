@@ -167,6 +167,11 @@ def run_part(data: Path, op: str, part: str, tool: str | None, *, timeout_s: flo
                    *command]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "PYTHONUNBUFFERED": "1"}
+    if tool is not None:
+        # each tensor its own cudaMalloc: inside PyTorch's cached blocks a read a little past a
+        # tensor's end lands in another tensor's memory, which memcheck cannot tell from a
+        # legal read
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
     start = time.monotonic()
     try:
         proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
@@ -199,8 +204,54 @@ def explain(runs: list[SanitizerRun]) -> str | None:
 
 
 def explain_operator(data: Path, op: str, *, timeout_s: float = 120,
-                     sanitizer: str | None = None) -> tuple[str | None, list[SanitizerRun]]:
-    """Both parts of `op` under both tools; the sentence of `explain` and the runs."""
-    runs = [run_part(data, op, part, tool, timeout_s=timeout_s, sanitizer=sanitizer)
+                     sanitizer: str | None = None, indices: Sequence[int] | None = None,
+                     device: str = "cuda") -> tuple[str | None, list[SanitizerRun]]:
+    """Both parts of `op` under both tools (the performance inputs numbered `indices`, else
+    the two smallest); the sentence of `explain` and the runs."""
+    runs = [run_part(data, op, part, tool, timeout_s=timeout_s, sanitizer=sanitizer,
+                     indices=indices if part == "perf" else None, device=device)
             for part in PARTS for tool in TOOLS]
     return explain(runs), runs
+
+
+def sanitize_passing(data: Path, loaded: Any, ops: Sequence[str], *, device: str = "cuda",
+                     indices: Sequence[int] | None = None, timeout_s: float = 120,
+                     sanitizer: str | None = None,
+                     progress: Any = None) -> list[tuple[str, str | None]]:
+    """Run operators `ops`, each of which passed `loaded`'s gold check (a ``Loaded`` of the
+    TritonBench-G folder `data`), under compute-sanitizer like `explain_operator`; an operator
+    in which it finds errors leaves ``loaded.tasks`` for ``loaded.skipped``, its pass hollow,
+    and its cached check record keeps the finding, so every later load on this machine skips
+    it with that reason. `progress(op)` is called before each operator. Returns each operator
+    with its finding (None: nothing found, it stays loaded); ValueError names an operator that
+    did not pass the load.
+
+    A gold check compares the gold code with itself, so a kernel that reads out of bounds can
+    pass it wherever the stray reads happen to land in mapped memory, and fault on another
+    run (TritonBench-G's ``attention_kernel`` on its longest inputs): only a tool that checks
+    every access tells that pass from a sound one.
+    """
+    from live.tasks.skips import Skipped, hollow_pass_reason
+    from live.tasks.tritonbench import NAME_PREFIX, remember_hollow
+
+    by_op = {task.name.removeprefix(NAME_PREFIX): task for task in loaded.tasks}
+    missing = [op for op in ops if op not in by_op]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} did not pass the load (only an operator that "
+                         "passes can be sanitized; --explain-skips explains the skipped ones)")
+    found = []
+    for op in ops:
+        if progress is not None:
+            progress(op)
+        sentence, _ = explain_operator(data, op, timeout_s=timeout_s, sanitizer=sanitizer,
+                                       indices=indices, device=device)
+        found.append((op, sentence))
+        if sentence is None:
+            continue
+        remember_hollow(data, op, device, sentence)
+        task = by_op[op]
+        loaded.tasks = [t for t in loaded.tasks if t is not task]
+        loaded.findings.pop(task.name, None)
+        loaded.skipped.append(Skipped(op, hollow_pass_reason(sentence), None, sentence))
+    return found
+
