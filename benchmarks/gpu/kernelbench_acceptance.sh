@@ -7,7 +7,8 @@
 #     files, k0.json and k0-report.json, and k0-SELECT.txt the per-level table.
 #   PHASE=timing: `kernelband tasks check --out --resume --parallel` on the problems SELECT
 #     picks: our eager reference timings (ref-SELECT.json, rewritten after every problem, so a
-#     stopped phase run again goes on; PARALLEL problems at once, default 8, each timing alone;
+#     stopped phase run again goes on; PARALLEL problems at once, default 1: with 8 at once
+#     on an H200 the timings were disturbed, see --parallel in `kernelband tasks check --help`;
 #     with COMPILE=1 also torch.compile's, --compile-timing),
 #     then benchmarks/kernelbench_published.py over every ref-*.json of OUT_DIR against the
 #     authors' H100 timings (published.txt, published.json; DATA_DIR needs changelog/ and
@@ -21,7 +22,7 @@
 # Other settings (environment): STATE_DIR (caches, default .gpu-run/ of the checkout),
 # CHECK_WALL (330 s for the cold load), PHASE_WALL (seconds after which the k0 and timing phases
 # are stopped; none by default: a stopped k0 or timing phase, run again with the same OUT_DIR,
-# goes on where it stopped), PARALLEL (8), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
+# goes on where it stopped), PARALLEL (1), K0_TIMEOUT (300 s per problem), KB_COMMIT (the tree's
 # name for run.txt).
 set -uo pipefail
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -67,7 +68,7 @@ elif [ "$phase" = timing ]; then
   extra=(); [ "${COMPILE:-0}" = 1 ] && extra=(--compile-timing)
   timeout "$phase_wall" python3 -m kernelband.cli tasks check \
     --tasks "kernelbench:$data@$select" --device cuda --timeout "${K0_TIMEOUT:-300}" \
-    --out "$out_dir/ref-$name.json" --resume --parallel "${PARALLEL:-8}" "${extra[@]}" \
+    --out "$out_dir/ref-$name.json" --resume --parallel "${PARALLEL:-1}" "${extra[@]}" \
     > "$out_dir/ref-$name.txt" \
     2> "$out_dir/ref-$name.err"
   echo "timing $select: rc $?" >> "$out_dir/run.txt"
