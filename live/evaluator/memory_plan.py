@@ -288,6 +288,12 @@ def plan_memory(tasks: Sequence[Any] | dict[str, TaskMemory], cap_bytes: int, wo
     pool = usable - n * (CONTEXT_BYTES + cache)
     worker_cap = int((CONTEXT_BYTES + cache + min(pool, biggest)) * (1 + ALLOCATOR_SLACK)
                      + ALLOCATOR_SLACK_BYTES)
+    if n == 1:
+        # a lone worker shares the card with nothing: its cap is all that is usable, not the
+        # biggest need estimated from checks (an evaluation holds more than its task's check
+        # measured, and the allocator fragments: KernelBench's level2/59 and level3/13 ran out
+        # of memory at 24 and 29 GiB of an 80 GB card)
+        worker_cap = max(worker_cap, usable)
     return MemoryPlan(cap_bytes=int(cap_bytes), usable_bytes=usable, workers=int(n),
                       cache_bytes=cache, pool_bytes=int(pool), worker_cap_bytes=int(worker_cap),
                       unknown_need=int(unknown), tasks=memory, source=source)

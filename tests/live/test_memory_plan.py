@@ -75,6 +75,17 @@ def test_plan_on_a_simulated_card_never_schedules_past_the_cap(builtin_estimates
     assert pool.peak_out <= plan.pool_bytes and pool.out == 0
 
 
+def test_a_lone_worker_may_use_all_that_is_usable(builtin_estimates):
+    """One worker shares the card with nothing: its allocator's cap is the usable memory, not
+    the biggest need estimated from the checks; several workers keep their bounded caps."""
+    alone = plan_memory(builtin_estimates, 80 * GIB, workers=1)
+    assert alone.workers == 1
+    assert alone.worker_cap_bytes == alone.usable_bytes
+    shared = plan_memory(builtin_estimates, 80 * GIB, workers=8)
+    assert shared.workers > 1
+    assert shared.worker_cap_bytes < shared.usable_bytes / 2
+
+
 def test_a_small_card_gets_fewer_workers_and_smaller_caches(builtin_estimates):
     small = plan_memory(builtin_estimates, 12 * GIB, workers=8)
     big = plan_memory(builtin_estimates, 80 * GIB, workers=8)

@@ -217,6 +217,7 @@ def test_a_passing_operator_the_sanitizer_finds_errors_in_is_skipped_for_later_l
     assert "its performance inputs under memcheck" in sentence
     assert "tritonbench/add" not in [t.name for t in loaded.tasks]
     assert "tritonbench/add" not in loaded.findings
+    assert loaded.stats["passed"] == passed - 1
     skip = {s.op: s for s in loaded.skipped}["add"]
     assert skip.reason == f"its gold check passes, but hollowly: {sentence}"
     assert skip.hollow == sentence
