@@ -311,7 +311,12 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         kernelband tasks check --device cuda --out results/ref_h100.json
         kernelband tasks check --tasks tritonbench:~/TritonBench-G --device cuda --json
     """
-    from live.gold.suite import check_tasks, read_reference_timings, write_reference_timings
+    from live.gold.suite import (
+        check_tasks,
+        read_reference_timings,
+        suite_evaluator,
+        write_reference_timings,
+    )
 
     if resume and not out:
         raise click.ClickException("--resume needs --out FILE (the file to continue).")
@@ -362,13 +367,11 @@ def check(task_spec: str, device: str, out: str | None, timeout_s: float,
         if c.compiled is not None:
             click.echo(f"    torch.compile {_fmt(c.compile_ms)} ms ({c.compiled.status})")
 
-    from live.evaluator import Evaluator, EvaluatorConfig
-
     if earlier and not as_json:
         click.echo(f"resuming {out}: {len(earlier)} task(s) checked before, kept")
-    with Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
-                                   compile_timeout_s=timeout_s, workers=parallel,
-                                   gpu_memory_gib=gpu_memory_gib)) as ev:
+    # with --parallel on a GPU, a GpuLock: every timing alone
+    with suite_evaluator(task_spec, device=device, timeout_s=timeout_s, workers=parallel,
+                         gpu_memory_gib=gpu_memory_gib) as ev:
         device_info.update(ev.device_info)
         checks, info = check_tasks(task_spec, device=device, timeout_s=timeout_s,
                                    on_result=show, evaluator=ev, tasks=loaded.tasks,

@@ -47,6 +47,20 @@ class GoldCheck:
         return self.result.status == "ok"
 
 
+def suite_evaluator(task_spec: str, *, device: str = "auto", timeout_s: float = 300.0,
+                    workers: int = 1, gpu_memory_gib: float | None = None) -> Evaluator:
+    """The evaluator a suite check runs on: `workers` workers, and on a GPU with more than one
+    a `GpuLock`, so that checks go side by side and every timing runs alone (without the lock
+    a timing shares the GPU with the others' checks: KernelBench level-1 matmuls with 8 at once
+    on an H200 took a median 1.24x, up to 1.96x, their time alone, timing CV up to 70 %)."""
+    workers = max(1, workers)
+    lock = GpuLock() if workers > 1 and resolve_device(device) == "cuda" else None
+    return Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
+                                     compile_timeout_s=timeout_s, workers=workers,
+                                     gpu_memory_gib=gpu_memory_gib),
+                     gpu_lock=lock)
+
+
 def check_tasks(
     task_spec: str,
     *,
@@ -64,8 +78,9 @@ def check_tasks(
     the device info. `tasks`: the spec's tasks when the caller has loaded them already.
     `compile_timing`: also time a passing k0 against the task's ``compiled_reference``
     (``GoldCheck.compiled``). `parallel`: tasks evaluated at once from threads (the evaluator's
-    workers compile and check side by side; on a GPU the evaluator made here gets a `GpuLock`,
-    so each timing runs alone; a given `evaluator` brings its own lock, or none).
+    workers compile and check side by side; the evaluator made here is `suite_evaluator`'s,
+    with a `GpuLock` on a GPU, so each timing runs alone; a given `evaluator` brings its own
+    lock, or none: make it with `suite_evaluator` too).
     `skip`: task names left out (checked before, e.g. a resumed ``--out`` file). `on_result` is
     called as each check ends, from one thread at a time."""
     tasks = list(tasks) if tasks is not None else resolve_tasks(task_spec)
@@ -76,14 +91,8 @@ def check_tasks(
     tasks = [t for t in tasks if t.name not in skipped]
     own = evaluator is None
     if evaluator is None:
-        workers = max(1, parallel)
-        # several workers on one GPU: checks side by side, every timing alone (without the lock
-        # a timing shares the GPU with the others' checks: KernelBench level 2 on an H200 gave a
-        # median timing CV of 24 % and identical code "0.88x" its reference)
-        lock = GpuLock() if workers > 1 and resolve_device(device) == "cuda" else None
-        evaluator = Evaluator(EvaluatorConfig(task_spec, device=device, timeout_s=timeout_s,
-                                              compile_timeout_s=timeout_s, workers=workers),
-                              gpu_lock=lock)
+        evaluator = suite_evaluator(task_spec, device=device, timeout_s=timeout_s,
+                                    workers=parallel)
     ev = evaluator
     done: dict[str, GoldCheck] = {}
     report = threading.Lock()

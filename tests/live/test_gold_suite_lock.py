@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -25,10 +26,20 @@ class RecordingEvaluator:
 
     def evaluate(self, name, code, *, seed, baseline_code=None):
         self.evaluated.append(name)
-        return SimpleNamespace(status="ok", ref_ms=1.0, ms=1.0)
+        return SimpleNamespace(status="ok", ref_ms=1.0, ms=1.0, speedup=1.0, timing_cv=0.01,
+                               timing_backend="cuda", error=None, shapes=[{}],
+                               ref_shape_ms=[1.0], shape_ms=[1.0])
 
     def close(self):
         self.closed = True
+
+    memory_plan = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _tasks(n: int) -> list[SimpleNamespace]:
@@ -64,3 +75,26 @@ def test_a_given_evaluator_is_used_as_it_is(monkeypatch):
                       evaluator=given)
     assert RecordingEvaluator.made == [given] and given.gpu_lock is None
     assert not given.closed  # the caller's evaluator is the caller's to close
+
+
+def test_tasks_check_out_in_parallel_on_a_gpu_times_under_the_lock(monkeypatch, tmp_path):
+    """`kernelband tasks check --out --parallel N` makes its own evaluator: on a GPU it must have
+    the lock too (without it, 8 KernelBench problems at once on an H200 gave timings up to 1.96x
+    their time alone)."""
+    from click.testing import CliRunner
+
+    from kernelband.cli import main
+
+    RecordingEvaluator.made.clear()
+    monkeypatch.setattr(suite, "Evaluator", RecordingEvaluator)
+    monkeypatch.setattr(suite, "resolve_device", lambda asked: asked)
+    out = tmp_path / "ref.json"
+    result = CliRunner().invoke(main, ["tasks", "check", "--tasks", "add,softmax", "--device",
+                                       "cuda", "--out", str(out), "--parallel", "2"])
+    assert result.exit_code == 0, result.output
+    (ev,) = RecordingEvaluator.made
+    assert isinstance(ev.gpu_lock, GpuLock)
+    assert ev.config.workers == 2
+    assert sorted(ev.evaluated) == ["add", "softmax"]
+    assert ev.closed
+    assert sorted(json.loads(out.read_text())["tasks"]) == ["add", "softmax"]
