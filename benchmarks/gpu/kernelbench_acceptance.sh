@@ -7,8 +7,8 @@
 #     files, k0.json and k0-report.json, and k0-SELECT.txt the per-level table.
 #   PHASE=timing: `kernelband tasks check --out --resume --parallel` on the problems SELECT
 #     picks: our eager reference timings (ref-SELECT.json, rewritten after every problem, so a
-#     stopped phase run again goes on; PARALLEL problems at once, default 1: with 8 at once
-#     on an H200 the timings were disturbed, see --parallel in `kernelband tasks check --help`;
+#     stopped phase run again goes on; PARALLEL problems at once, default 1: each timing
+#     runs alone under the GPU lock either way, and 8 at once were no faster on level 1;
 #     with COMPILE=1 also torch.compile's, --compile-timing),
 #     then benchmarks/kernelbench_published.py over every ref-*.json of OUT_DIR against the
 #     authors' H100 timings (published.txt, published.json; DATA_DIR needs changelog/ and
