@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,7 +217,8 @@ def explain_operator(data: Path, op: str, *, timeout_s: float = 120,
 def sanitize_passing(data: Path, loaded: Any, ops: Sequence[str], *, device: str = "cuda",
                      indices: Sequence[int] | None = None, timeout_s: float = 120,
                      sanitizer: str | None = None,
-                     progress: Any = None) -> list[tuple[str, str | None]]:
+                     progress: Callable[[str], None] | None = None,
+                     ) -> list[tuple[str, str | None]]:
     """Run operators `ops`, each of which passed `loaded`'s gold check (a ``Loaded`` of the
     TritonBench-G folder `data`), under compute-sanitizer like `explain_operator`; an operator
     in which it finds errors leaves ``loaded.tasks`` for ``loaded.skipped``, its pass hollow,
@@ -228,8 +229,9 @@ def sanitize_passing(data: Path, loaded: Any, ops: Sequence[str], *, device: str
 
     A gold check compares the gold code with itself, so a kernel that reads out of bounds can
     pass it wherever the stray reads happen to land in mapped memory, and fault on another
-    run (TritonBench-G's ``attention_kernel`` on its longest inputs): only a tool that checks
-    every access tells that pass from a sound one.
+    run (TritonBench-G's ``attention_kernel`` reads a 64-row block of a 4-token query and
+    faulted on its long inputs): only a tool that checks every access tells that pass from a
+    sound one.
     """
     from live.tasks.skips import Skipped, hollow_pass_reason
     from live.tasks.tritonbench import NAME_PREFIX, remember_hollow
