@@ -79,23 +79,30 @@ def _report_skipped(loaded) -> None:  # noqa: ANN001 - live.tasks.skips.Loaded
         click.echo(f"no task loaded: {why}.", err=True)
 
 
-def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
-    """Set each skipped operator's ``hollow`` (its plain script passes) from compute-sanitizer,
-    with a progress line per operator on stderr; one sentence and exit 1 where it cannot run."""
+def _sanitizer_setup(task_spec: str, option: str) -> tuple[Path, str]:
+    """The TritonBench-G folder of `task_spec` and compute-sanitizer's path, for `option`; one
+    sentence and exit 1 where it cannot run (another spec, no GPU, no sanitizer)."""
     import torch
 
     from live.tasks.sources.tritonbench import folder
-    from live.tasks.tritonbench import remember_hollow
-    from live.tasks.tritonbench.sanitize import explain_operator, find_sanitizer
+    from live.tasks.tritonbench.sanitize import find_sanitizer
 
     if not task_spec.startswith("tritonbench:"):
-        raise click.ClickException("--explain-skips needs a TritonBench-G spec "
-                                   "(tritonbench:PATH).")
+        raise click.ClickException(f"{option} needs a TritonBench-G spec (tritonbench:PATH).")
     sanitizer = find_sanitizer()
     if not torch.cuda.is_available() or sanitizer is None:
-        raise click.ClickException("--explain-skips needs a CUDA GPU and compute-sanitizer "
+        raise click.ClickException(f"{option} needs a CUDA GPU and compute-sanitizer "
                                    "(on PATH or in CUDA_HOME/bin).")
-    data = folder(task_spec.split(":", 1)[1])
+    return folder(task_spec.split(":", 1)[1]), sanitizer
+
+
+def _explain_skips(task_spec: str, loaded) -> None:  # noqa: ANN001 - Loaded
+    """Set each skipped operator's ``hollow`` (its plain script passes) from compute-sanitizer,
+    with a progress line per operator on stderr; one sentence and exit 1 where it cannot run."""
+    from live.tasks.tritonbench import remember_hollow
+    from live.tasks.tritonbench.sanitize import explain_operator
+
+    data, sanitizer = _sanitizer_setup(task_spec, "--explain-skips")
     explained = []
     for skipped in loaded.skipped:
         if skipped.plain_script == "passes":
@@ -113,26 +120,17 @@ def _sanitize_passing(task_spec: str, loaded, ops: tuple[str, ...],  # noqa: ANN
     """Run the passing operators `ops` under compute-sanitizer; one whose gold code it finds
     errors in leaves the loaded tasks for the skipped ones (and its cached record keeps that),
     with a line per operator on stderr; one sentence and exit 1 where it cannot run."""
-    import torch
+    from live.tasks.tritonbench.sanitize import sanitize_passing
 
-    from live.tasks.sources.tritonbench import folder
-    from live.tasks.tritonbench.sanitize import find_sanitizer, sanitize_passing
-
-    if not task_spec.startswith("tritonbench:"):
-        raise click.ClickException("--sanitize needs a TritonBench-G spec (tritonbench:PATH).")
+    data, sanitizer = _sanitizer_setup(task_spec, "--sanitize")
     try:
         chosen = [int(i) for i in indices.split(",")] if indices else None
     except ValueError:
         raise click.ClickException(f"--sanitize-inputs takes input numbers separated by "
                                    f"commas (e.g. 12,15), got {indices!r}.") from None
-    sanitizer = find_sanitizer()
-    if not torch.cuda.is_available() or sanitizer is None:
-        raise click.ClickException("--sanitize needs a CUDA GPU and compute-sanitizer "
-                                   "(on PATH or in CUDA_HOME/bin).")
     try:
         found = sanitize_passing(
-            folder(task_spec.split(":", 1)[1]), loaded, ops, indices=chosen,
-            sanitizer=sanitizer,
+            data, loaded, ops, indices=chosen, sanitizer=sanitizer,
             progress=lambda op: click.echo(f"compute-sanitizer: {op} ...", err=True))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None

@@ -104,9 +104,10 @@ def _item(source: OperatorSource) -> CheckItem:
 
 
 def remember_hollow(path: Path, op: str, device: str, hollow: str) -> bool:
-    """Keep `hollow` (why operator `op`'s passing plain script proves nothing, from
-    `live.tasks.tritonbench.sanitize`) in its cached check record, so that every later load on
-    this machine shows it with the skip; False when there is no record to keep it in."""
+    """Keep `hollow` (why operator `op`'s passing plain script, or its passing gold check,
+    proves nothing, from `live.tasks.tritonbench.sanitize`) in its cached check record, so that
+    every later load on this machine shows it with the skip (a passing check with it is a skip:
+    `live.gold.load.checked_load`); False when there is no record to keep it in."""
     from live.gold import cache
 
     source = next((s for s in discover(Path(path).resolve()) if s.op == op), None)
