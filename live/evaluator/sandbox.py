@@ -1,9 +1,11 @@
 """One sandboxed worker process, seen from the evaluator (parent side; no torch here).
 
-The worker is ``python -m live.evaluator.worker`` started with a scrubbed environment (no API
-keys, tokens, secrets or passwords), its settings (``WorkerSettings``) the first frame on its
-stdin, in its own session (so a kill takes its children too), with core dumps off and, on CPU,
-an address-space limit (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge virtual address
+The worker runs ``live.evaluator.worker``, forked from the fork server (which has imported torch
+and triton once, `live.evaluator.forkserver`) or, where that is off, started as ``python -m
+live.evaluator.worker``; either way with a scrubbed environment (no API keys, tokens, secrets or
+passwords), its settings (``WorkerSettings``) the first frame on its stdin, in its own session
+(so a kill takes its children too), with core dumps off and, on CPU, an address-space limit
+(``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge virtual address
 space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls the worker's
 resident memory instead and the worker caps its CUDA allocator at the same limit.
 """
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live.evaluator import forkserver
 from live.evaluator.failures import FailureKind
+from live.evaluator.forkserver import ForkedProcess, ForkRequest
 from live.evaluator.protocol import read_frame_fd, write_frame
 from live.evaluator.settings import WorkerSettings
 
@@ -90,19 +94,35 @@ class WorkerProcess:
         extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
         if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
-        self.proc = subprocess.Popen(
+        #: the worker's whole environment
+        self.env = scrubbed_env(dict(os.environ), extra)
+        self.proc: subprocess.Popen | ForkedProcess = self._start(self.env)
+        self.started_at = time.perf_counter()
+        # the worker reads its settings first, before it imports torch
+        self.send(settings)
+
+    def _start(self, env: dict[str, str]) -> subprocess.Popen | ForkedProcess:
+        """The worker's process: forked from the fork server (`live.evaluator.forkserver`),
+        or, where that is off or fails, a fresh interpreter."""
+        if forkserver.enabled():
+            limit = None
+            if self.device == "cpu" and self.memory_limit_mb:
+                limit = int(self.memory_limit_mb) * 1024 * 1024
+            request = ForkRequest(env=env, cwd=tempfile.gettempdir(), address_space_limit=limit)
+            try:
+                return forkserver.start_worker(request, self._log)
+            except (forkserver.ForkServerError, OSError):
+                pass  # started the old way below; the next worker tries a fresh server
+        return subprocess.Popen(
             [sys.executable, "-m", "live.evaluator.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            env=scrubbed_env(dict(os.environ), extra),
+            env=env,
             cwd=tempfile.gettempdir(),
             start_new_session=True,
             preexec_fn=self._limits,
         )
-        self.started_at = time.perf_counter()
-        # the worker reads its settings first, before it imports torch
-        self.send(settings)
 
     def _limits(self) -> None:  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,0 +1,436 @@
+"""Evaluator workers forked from a warm template process instead of started from nothing.
+
+A worker started as ``python -m live.evaluator.worker`` spends ~2.3 CPU-seconds importing
+torch and triton before it can take its first candidate, and a worker is started again after
+every candidate that kills it (a CUDA fault poisons the context, a hang is killed, a time limit
+ends it). The *fork server* is one process (``python -m live.evaluator.forkserver``) that imports
+them once, with the environment a worker would have; each worker is then a ``fork`` of it, ready
+in milliseconds. What a worker runs and sees is unchanged (`sandbox.WorkerProcess`): its own
+session, core dumps off and, on the CPU, its address-space limit; its stdin / stdout pipes and
+its log as stdin / stdout / stderr; the scrubbed environment of the moment it starts; a temp
+folder as cwd. CUDA is never initialised in the server (torch and triton initialise it lazily),
+so each forked worker makes its own context, as a started one does.
+
+The server and the evaluator speak over a Unix socket pair (``SOCK_SEQPACKET``, one pickle a
+message): ``("fork", request)`` with the worker's three descriptors attached, answered with
+``("forked", pid)``; ``("exit", pid, returncode)`` for each worker that ends, as
+``subprocess.Popen.returncode`` would say it (negative: the signal). `ForkedProcess` is the
+evaluator's handle on such a worker, the part of ``Popen``'s interface the sandbox uses.
+
+One server per interpreter and import-time environment (`server_for`); it ends when the
+evaluator's process does (its end of the socket closes), its workers when their stdin closes,
+as before. ``KERNELBAND_WORKER_START=exec`` starts every worker as its own interpreter again;
+so does any platform without ``fork`` and descriptor passing, and any failure of the server
+(that worker is started the old way, the next one tries a fresh server).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+#: environment variables a library may read while it is imported (the server imports torch and
+#: triton once, with its own environment): a worker whose environment differs in any of them
+#: gets a server of its own; the rest is set in the worker after the fork
+IMPORT_TIME_PREFIXES = ("TRITON", "TORCH", "PYTORCH", "CUDA", "NVIDIA", "PYTHON", "LD_", "OMP_",
+                        "MKL_", "OPENBLAS", "KMP_", "CUBLAS", "CUDNN", "NCCL")
+#: modules the server imports before it forks anyone: a worker's own imports
+PRELOAD = ("torch", "triton", "numpy", "live.evaluator.worker", "live.evaluator.run_candidate",
+           "live.evaluator.guard", "live.evaluator.metadata")
+_START_TIMEOUT_S = 120.0
+_MAX_MESSAGE = 1 << 20
+
+
+def enabled() -> bool:
+    """Whether workers are forked from a server here (Linux; not turned off by the user)."""
+    if os.environ.get("KERNELBAND_WORKER_START", "fork").lower() == "exec":
+        return False
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """What a forked worker is given: its whole environment, cwd and address-space limit
+    (bytes; None: none)."""
+
+    env: dict[str, str]
+    cwd: str
+    address_space_limit: int | None = None
+
+
+class ForkServerError(RuntimeError):
+    """The fork server could not start or answer (its caller starts the worker itself)."""
+
+
+# -- the server process ---------------------------------------------------------------------
+
+
+def _worker_child(request: ForkRequest, fds: list[int], keep_closed: list[int]) -> None:
+    """In the forked child: become the worker (never returns)."""
+    code = 1
+    try:
+        for fd in keep_closed:
+            os.close(fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if request.address_space_limit:
+            limit = int(request.address_space_limit)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        os.chdir(request.cwd)
+        os.environ.clear()
+        os.environ.update(request.env)
+        _reopen_stdio()
+        if request.env.get("PYTHONFAULTHANDLER"):
+            import faulthandler
+
+            faulthandler.enable()
+        _reseed()
+        from live.evaluator.worker import main
+
+        main()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported on stderr, the worker's log
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _reopen_stdio() -> None:
+    """Unbuffered text streams on the worker's descriptors 1 and 2 (``PYTHONUNBUFFERED``)."""
+    import io
+
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the worker's fd 0 is its protocol
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        raw = io.FileIO(fd, "w", closefd=False)
+        setattr(sys, name, io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace",
+                                            write_through=True))
+
+
+def _reseed() -> None:
+    """Fresh seeds for the random generators the server seeded once at import (every forked
+    worker would share their state otherwise)."""
+    import random
+
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+
+
+def serve(sock: socket.socket) -> None:
+    """The server's loop: fork a worker for each request, report each worker's end."""
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    sock.send(pickle.dumps(("ready", os.getpid())))
+    while True:
+        readable, _, _ = select.select([sock, wake_r], [], [], 1.0)
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        _reap(sock)
+        if sock not in readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3)
+        except InterruptedError:
+            continue
+        if not data:  # the evaluator's process is gone
+            return
+        op, request = pickle.loads(data)
+        if op != "fork" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.send(pickle.dumps(("error", f"bad request {op!r} with {len(fds)} fds")))
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _worker_child(request, fds, [sock.fileno(), wake_r, wake_w])
+        for fd in fds:
+            os.close(fd)
+        sock.send(pickle.dumps(("forked", pid)))
+
+
+def _reap(sock: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        sock.send(pickle.dumps(("exit", pid, os.waitstatus_to_exitcode(status))))
+
+
+def main() -> None:
+    fd = int(sys.argv[1])
+    sock = socket.socket(fileno=fd)
+    try:
+        serve(sock)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+# -- the evaluator's side -------------------------------------------------------------------
+
+
+class ForkServer:
+    """The evaluator's handle on one fork server (thread-safe)."""
+
+    def __init__(self, env: dict[str, str], log: IO[bytes] | int | None = None):
+        self._lock = threading.Lock()
+        self._exits: dict[int, int] = {}
+        self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "live.evaluator.forkserver", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=log if log is not None else subprocess.DEVNULL,
+                env=env, cwd=tempfile.gettempdir(), start_new_session=True,
+                pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
+        ready, _, _ = select.select([self._ours], [], [], _START_TIMEOUT_S)
+        message = self._receive() if ready else None
+        if not message or message[0] != "ready":
+            self.close()
+            raise ForkServerError("the worker fork server did not start")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _receive(self, block: bool = True) -> Any:
+        try:
+            data = self._ours.recv(_MAX_MESSAGE, 0 if block else socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return ()
+        return pickle.loads(data) if data else ()
+
+    def _drain(self) -> None:  # lock held: keep every exit that has come
+        while True:
+            message = self._receive(block=False)
+            if not message:
+                return
+            if message[0] == "exit":
+                self._exits[message[1]] = message[2]
+
+    def fork(self, request: ForkRequest, fds: tuple[int, int, int]) -> int:
+        """Fork a worker with `fds` as its stdin, stdout and stderr; its pid."""
+        with self._lock:
+            try:
+                socket.send_fds(self._ours, [pickle.dumps(("fork", request))], list(fds))
+            except OSError as error:
+                raise ForkServerError(f"the worker fork server is gone: {error}") from None
+            deadline = time.monotonic() + 30.0
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([self._ours], [], [], 1.0)
+                if not ready:
+                    if not self.alive:
+                        break
+                    continue
+                message = self._receive()
+                if not message:
+                    break
+                if message[0] == "exit":
+                    self._exits[message[1]] = message[2]
+                elif message[0] == "forked":
+                    return int(message[1])
+                else:
+                    raise ForkServerError(f"the worker fork server refused: {message[1]}")
+        raise ForkServerError("the worker fork server did not answer")
+
+    def returncode(self, pid: int, timeout_s: float = 0.0) -> int | None:
+        """`pid`'s exit status once the server has seen it end, else None after `timeout_s`
+        (a worker whose server is gone: its status if it is gone too, 255 for unknown)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                self._drain()
+                if pid in self._exits:
+                    return self._exits[pid]
+                server_gone = not self.alive
+            if server_gone:
+                self._drain_after_exit()
+                if pid in self._exits:
+                    return self._exits[pid]
+                if not _pid_exists(pid):
+                    return 255
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with self._lock:
+                select.select([self._ours], [], [], min(remaining, 0.05))
+
+    def _drain_after_exit(self) -> None:
+        with self._lock:
+            self._drain()
+
+    def close(self) -> None:
+        try:
+            self._ours.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ForkedProcess:
+    """A worker forked by a `ForkServer`, behind the part of ``subprocess.Popen``'s interface
+    the sandbox uses: ``pid``, ``stdin``, ``stdout``, ``returncode``, ``poll``, ``wait``,
+    ``kill``."""
+
+    def __init__(self, server: ForkServer, request: ForkRequest, stderr: IO[bytes]):
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            self.pid = server.fork(request, (in_r, out_w, stderr.fileno()))
+        except BaseException:
+            for fd in (in_w, out_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        self._server = server
+        self.stdin: IO[bytes] = os.fdopen(in_w, "wb")
+        self.stdout: IO[bytes] = os.fdopen(out_r, "rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.returncode(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._server.returncode(
+                self.pid, timeout_s=1e9 if timeout is None else timeout)
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+_servers: dict[tuple, ForkServer] = {}
+_servers_lock = threading.Lock()
+
+
+def _server_key(env: dict[str, str]) -> tuple:
+    return (sys.executable, tuple(sorted(
+        (name, value) for name, value in env.items() if name.startswith(IMPORT_TIME_PREFIXES))))
+
+
+def server_for(env: dict[str, str]) -> ForkServer:
+    """This process's fork server for workers with environment `env` (started at first use,
+    started again if it has died)."""
+    key = _server_key(env)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is not None and server.alive:
+            return server
+        if server is not None:
+            server.close()
+        server = _servers[key] = ForkServer(env)
+        return server
+
+
+def start_worker(request: ForkRequest, stderr: IO[bytes]) -> ForkedProcess:
+    """A worker forked from the fork server for `request`'s environment."""
+    server = server_for(request.env)
+    try:
+        return ForkedProcess(server, request, stderr)
+    except ForkServerError:
+        with _servers_lock:
+            if _servers.get(_server_key(request.env)) is server:
+                del _servers[_server_key(request.env)]
+        server.close()
+        raise
+
+
+def _forget_servers() -> None:
+    """In a child forked from this process (not by a fork server): its parent's servers are
+    not its own; it starts its own when it needs one."""
+    global _servers_lock
+    _servers_lock = threading.Lock()
+    for server in _servers.values():
+        try:
+            server._ours.close()
+        except OSError:
+            pass
+    _servers.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_servers)
+
+
+@atexit.register
+def _close_servers() -> None:
+    with _servers_lock:
+        for server in _servers.values():
+            server.close()
+        _servers.clear()
+
+
+if __name__ == "__main__":
+    main()
