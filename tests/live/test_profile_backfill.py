@@ -113,23 +113,24 @@ class SlowTaskProfiler(FakeProfiler):
 
 def test_backfill_starts_no_batch_its_task_says_would_end_after_the_budget(
         tmp_path: Path) -> None:
-    # one session, batches of 2; the slow task's batches take 0.5 s, the budget is 1.3 s: its
-    # first two start (unknown rate; then about 0.5 + 0.5 <= 1.3), its third would end near
-    # 1.5 s and is left, while the quick tasks' batches after it still run
+    # one session, batches of 2; the slow task's batches take 1 s, the budget is 2.6 s: its
+    # first two start (unknown rate; then about 1 + 1 <= 2.6), its third would end near 3 s and
+    # is left, while the quick tasks' batches after it still run (half these times left the
+    # quick batches no room on a loaded 2-core machine: writing a batch took ~0.15 s there)
     trace = _unprofiled_trace(tmp_path / "t")
     todo, _, _ = pending_kernels(trace)
     slow = sorted(todo)[0]
     quick = len(todo) - 1
     assert len(todo[slow]) > 6 and quick >= 1
-    fake = SlowTaskProfiler(slow, per_kernel_s=0.25)
-    report = backfill_profiles(trace, lambda spec: fake, batch_size=2, max_wall_s=1.3)
+    fake = SlowTaskProfiler(slow, per_kernel_s=0.5)
+    report = backfill_profiles(trace, lambda spec: fake, batch_size=2, max_wall_s=2.6)
     slow_at = [i for i, (task, _) in enumerate(fake.calls) if task == slow]
     assert [fake.calls[i][1] for i in slow_at] == [2, 2]
     # quick batches went on after the slow task's second (the third round on)
     assert len(fake.calls) > slow_at[-1] + quick
     assert report.stopped == "wall-clock budget (--max-wall) reached"
     assert report.left == sum(len(v) for v in todo.values()) - report.profiled
-    assert report.seconds < 1.3 + 0.15  # the last batch started ended about in time
+    assert report.seconds < 2.6 + 0.3  # the last batch started ended about in time
     profiled = {k["kernel_id"] for k in load_trace(trace).kernels.to_pylist() if k["profiled"]}
     assert sum(r["kernel_id"] in profiled for r in todo[slow]) == 4
 
