@@ -104,9 +104,10 @@ def _worker_child(request: ForkRequest, fds: list[int], keep_closed: list[int]) 
 
             faulthandler.enable()
         _reseed()
-        from live.evaluator.worker import main
+        from live.evaluator import worker
 
-        main()
+        sys.argv = [worker.__file__]  # as `python -m live.evaluator.worker` has it
+        worker.main()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
