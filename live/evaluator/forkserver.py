@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -373,6 +374,8 @@ class ForkedProcess:
 
 
 _servers: dict[tuple, ForkServer] = {}
+#: the keys of servers that could not start: not tried again in this process
+_failed: set[tuple] = set()
 _servers_lock = threading.Lock()
 
 
@@ -383,15 +386,25 @@ def _server_key(env: dict[str, str]) -> tuple:
 
 def server_for(env: dict[str, str]) -> ForkServer:
     """This process's fork server for workers with environment `env` (started at first use,
-    started again if it has died)."""
+    started again if it has died). A server that cannot start is not tried again in this
+    process: `ForkServerError` at once, and one warning."""
     key = _server_key(env)
     with _servers_lock:
+        if key in _failed:
+            raise ForkServerError("the worker fork server could not start here before")
         server = _servers.get(key)
         if server is not None and server.alive:
             return server
         if server is not None:
             server.close()
-        server = _servers[key] = ForkServer(env)
+            del _servers[key]
+        try:
+            server = _servers[key] = ForkServer(env)
+        except (ForkServerError, OSError) as error:
+            _failed.add(key)
+            warnings.warn(f"{error}; evaluator workers start as their own interpreters "
+                          "(slower) in this process", RuntimeWarning, stacklevel=2)
+            raise ForkServerError(str(error)) from None
         return server
 
 
@@ -419,6 +432,7 @@ def _forget_servers() -> None:
         except OSError:
             pass
     _servers.clear()
+    _failed.clear()
 
 
 if hasattr(os, "register_at_fork"):

@@ -122,3 +122,25 @@ def test_workers_start_as_their_own_interpreter_when_forking_is_off(monkeypatch)
         assert os.getsid(worker.proc.pid) == worker.proc.pid
     finally:
         worker.shutdown()
+
+
+def test_a_fork_server_that_cannot_start_is_not_tried_again(monkeypatch) -> None:
+    tries = []
+
+    def cannot_start(self, env, log=None) -> None:
+        tries.append(env)
+        raise forkserver.ForkServerError("the worker fork server did not start")
+
+    monkeypatch.setattr(forkserver, "_servers", {})
+    monkeypatch.setattr(forkserver, "_failed", set())
+    monkeypatch.setattr(forkserver.ForkServer, "__init__", cannot_start)
+    with pytest.warns(RuntimeWarning, match="start as their own interpreters"):
+        first = started()
+    second = started()
+    try:
+        assert isinstance(first.proc, subprocess.Popen)
+        assert isinstance(second.proc, subprocess.Popen)
+        assert len(tries) == 1  # the second worker did not wait for another failing server
+    finally:
+        first.shutdown()
+        second.shutdown()
