@@ -37,6 +37,7 @@ def _worker_cpu_s(pid: int) -> float:
 
 
 def _one(mode: str, device: str, evaluate: bool) -> dict:
+    from live.evaluator.forkserver import ForkedProcess
     from live.evaluator.sandbox import WorkerProcess
     from live.evaluator.settings import WorkerSettings
 
@@ -46,7 +47,7 @@ def _one(mode: str, device: str, evaluate: bool) -> dict:
     worker.wait_ready(300)
     ready_s = time.perf_counter() - start
     row = {"mode": mode, "ready_s": ready_s, "worker_cpu_s": _worker_cpu_s(worker.proc.pid),
-           "forked": type(worker.proc).__name__ == "ForkedProcess"}
+           "forked": isinstance(worker.proc, ForkedProcess)}
     if evaluate:
         row["status"] = _evaluate(worker)
     worker.shutdown()

@@ -216,15 +216,14 @@ def main() -> None:
 class ForkServer:
     """The evaluator's handle on one fork server (thread-safe)."""
 
-    def __init__(self, env: dict[str, str], log: IO[bytes] | int | None = None):
+    def __init__(self, env: dict[str, str]):
         self._lock = threading.Lock()
         self._exits: dict[int, int] = {}
         self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "live.evaluator.forkserver", str(theirs.fileno())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=log if log is not None else subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=env, cwd=tempfile.gettempdir(), start_new_session=True,
                 pass_fds=(theirs.fileno(),))
         finally:
@@ -248,13 +247,16 @@ class ForkServer:
             return ()
         return pickle.loads(data) if data else ()
 
+    def _keep_exit(self, message: Any) -> bool:  # lock held
+        """Keep `message` if it is a worker's end; whether it was."""
+        if message[0] != "exit":
+            return False
+        self._exits[message[1]] = message[2]
+        return True
+
     def _drain(self) -> None:  # lock held: keep every exit that has come
-        while True:
-            message = self._receive(block=False)
-            if not message:
-                return
-            if message[0] == "exit":
-                self._exits[message[1]] = message[2]
+        while (message := self._receive(block=False)):
+            self._keep_exit(message)
 
     def fork(self, request: ForkRequest, fds: tuple[int, int, int]) -> int:
         """Fork a worker with `fds` as its stdin, stdout and stderr; its pid."""
@@ -273,39 +275,31 @@ class ForkServer:
                 message = self._receive()
                 if not message:
                     break
-                if message[0] == "exit":
-                    self._exits[message[1]] = message[2]
-                elif message[0] == "forked":
+                if self._keep_exit(message):
+                    continue
+                if message[0] == "forked":
                     return int(message[1])
-                else:
-                    raise ForkServerError(f"the worker fork server refused: {message[1]}")
+                raise ForkServerError(f"the worker fork server refused: {message[1]}")
         raise ForkServerError("the worker fork server did not answer")
 
     def returncode(self, pid: int, timeout_s: float = 0.0) -> int | None:
         """`pid`'s exit status once the server has seen it end, else None after `timeout_s`
         (a worker whose server is gone: its status if it is gone too, 255 for unknown)."""
+        import psutil
+
         deadline = time.monotonic() + timeout_s
         while True:
             with self._lock:
                 self._drain()
                 if pid in self._exits:
                     return self._exits[pid]
-                server_gone = not self.alive
-            if server_gone:
-                self._drain_after_exit()
-                if pid in self._exits:
-                    return self._exits[pid]
-                if not _pid_exists(pid):
+                if not self.alive and not psutil.pid_exists(pid):
                     return 255
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
             with self._lock:
                 select.select([self._ours], [], [], min(remaining, 0.05))
-
-    def _drain_after_exit(self) -> None:
-        with self._lock:
-            self._drain()
 
     def close(self) -> None:
         try:
@@ -318,16 +312,6 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ForkedProcess:
