@@ -7,9 +7,9 @@ ends it). The *fork server* is one process (``python -m live.evaluator.forkserve
 them once, with the environment a worker would have; each worker is then a ``fork`` of it, ready
 in milliseconds. What a worker runs and sees is unchanged (`sandbox.WorkerProcess`): its own
 session, core dumps off and, on the CPU, its address-space limit; its stdin / stdout pipes and
-its log as stdin / stdout / stderr; the scrubbed environment of the moment it starts; a temp
-folder as cwd. CUDA is never initialised in the server (torch and triton initialise it lazily),
-so each forked worker makes its own context, as a started one does.
+its log as stdin / stdout / stderr; the scrubbed environment of the moment it starts; its own
+temporary folder as cwd and ``TMPDIR``. CUDA is never initialised in the server (torch and
+triton initialise it lazily), so each forked worker makes its own context, as a started one does.
 
 The server and the evaluator speak over a Unix socket pair (``SOCK_SEQPACKET``, one pickle a
 message): ``("fork", request)`` with the worker's three descriptors attached, answered with
@@ -99,6 +99,7 @@ def _worker_child(request: ForkRequest, fds: list[int], keep_closed: list[int]) 
         os.chdir(request.cwd)
         os.environ.clear()
         os.environ.update(request.env)
+        tempfile.tempdir = None  # the worker's TMPDIR, not the one the server's imports cached
         _reopen_stdio()
         if request.env.get("PYTHONFAULTHANDLER"):
             import faulthandler

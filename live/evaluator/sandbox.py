@@ -8,6 +8,9 @@ passwords), its settings (``WorkerSettings``) the first frame on its stdin, in i
 (``RLIMIT_AS``). ``NOTE (D9)``: CUDA reserves a huge virtual address
 space, so on a GPU ``RLIMIT_AS`` would break CUDA itself; there the parent polls the worker's
 resident memory instead and the worker caps its CUDA allocator at the same limit.
+
+Each worker has a temporary folder of its own (``kb-worker-*``: its log, and its ``TMPDIR``, so
+its home and every candidate's files), removed with the worker when it ends, however it ends.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,11 +91,17 @@ class WorkerProcess:
         #: set once kernelband itself sends the worker SIGKILL (its death is then not the
         #: system's doing)
         self._killing = False
-        self._log = tempfile.NamedTemporaryFile(prefix="kb-worker-", suffix=".log", delete=False)
+        #: the worker's own temporary folder, removed with the worker however it ends: its
+        #: log, and its TMPDIR, so its home, candidate modules and anything a candidate's
+        #: libraries write there (a worker that is killed, or a forked one, which leaves with
+        #: ``os._exit``, never runs its own clean-up)
+        self.folder = Path(tempfile.mkdtemp(prefix="kb-worker-"))
+        self._log = open(self.folder / "worker.log", "w+b")  # noqa: SIM115 - closed in kill()
         pythonpath = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
         )
-        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
+                 "TMPDIR": str(self.folder)}
         if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
         #: the worker's whole environment
@@ -108,7 +118,7 @@ class WorkerProcess:
             limit = None
             if self.device == "cpu" and self.memory_limit_mb:
                 limit = int(self.memory_limit_mb) * 1024 * 1024
-            request = ForkRequest(env=env, cwd=tempfile.gettempdir(), address_space_limit=limit)
+            request = ForkRequest(env=env, cwd=str(self.folder), address_space_limit=limit)
             try:
                 return forkserver.start_worker(request, self._log)
             except (forkserver.ForkServerError, OSError):
@@ -119,7 +129,7 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=env,
-            cwd=tempfile.gettempdir(),
+            cwd=self.folder,
             start_new_session=True,
             preexec_fn=self._limits,
         )
@@ -136,7 +146,7 @@ class WorkerProcess:
 
     def log_tail(self, n_chars: int = 300) -> str:
         try:
-            text = Path(self._log.name).read_text(errors="replace")
+            text = (self.folder / "worker.log").read_text(errors="replace")
         except OSError:
             return ""
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -231,10 +241,7 @@ class WorkerProcess:
             except OSError:
                 pass
         self._log.close()
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Ask the worker to exit; kill it if it does not."""

@@ -115,7 +115,7 @@ def main() -> None:
 
     runner = CandidateRunner(device=device, info=info,
                              input_cache_bytes=settings.input_cache_bytes)
-    home = Path(tempfile.mkdtemp(prefix="kb-worker-"))
+    home = Path(tempfile.mkdtemp(prefix="home-"))  # in the folder the parent removes
     from live.evaluator.guard import install as install_guard
 
     install_guard(home)  # candidates' own code: no network, processes or writes outside cwd

@@ -7,6 +7,7 @@ correctly (it keeps serving).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,34 @@ def test_print_options_a_candidate_sets_do_not_reach_the_next_one() -> None:
         assert first.status == "ok" and not first.worker_recycled, first.error
         assert second.status == "ok", second.error
         assert ev.workers_started == 1  # both ran in the one worker
+
+
+@pytest.mark.parametrize("start", ["fork", "exec"])
+def test_a_workers_temporary_files_leave_with_it_however_it_ends(
+        start: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's folder (its log, and as its TMPDIR its home, its candidates' folders and
+    files) is removed with the worker: after a crash, after a hang it is killed for, and at
+    close. A forked worker leaves with ``os._exit`` and a killed one runs no clean-up of its
+    own, so before, each left its folders in the temp folder."""
+    if start == "exec":
+        monkeypatch.setenv("KERNELBAND_WORKER_START", "exec")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # this test's own temp folder, to be seen empty
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+    def folders() -> list[Path]:
+        return sorted(tmp_path.glob("kb-worker-*"))
+
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=2,
+                                   compile_timeout_s=60, memory_limit_mb=8192)) as ev:
+        assert ev.evaluate("vadd", source("vadd_good"), seed=0).status == "ok"
+        (folder,) = folders()
+        assert (folder / "worker.log").is_file()
+        assert list(folder.glob("home-*")), "the worker's home is not in its own folder"
+        crashed = ev.evaluate("vadd", source("vadd_segfault"), seed=0)
+        hung = ev.evaluate("vadd", source("vadd_hang"), seed=0)
+        assert crashed.worker_recycled and hung.status == "timeout" and hung.worker_recycled
+        assert ev.workers_started == 3
+        (now,) = folders()  # only the live worker's folder is left
+        assert now != folder
+    assert folders() == []
+    assert list(tmp_path.iterdir()) == []
