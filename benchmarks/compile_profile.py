@@ -12,7 +12,9 @@ per dispatcher and signature: inclusive seconds (with the callees it compiled), 
     PYTHONPATH=$PWD python benchmarks/compile_profile.py --synthetic default,tasks=3
 
 The cache folder is a fresh temporary directory (NUMBA_CACHE_DIR, set before numba is imported),
-so the run neither reads nor touches any other cache.
+so the run neither reads nor touches any other cache. Every policy family compiles in this one
+process, one after the other (a sweep's first run compiles the other families in helper
+processes meanwhile: `kbsim.replay.chunks.prepare_workers`), so the total is the serial one.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def main() -> None:
 
     from kbsim.envs.recorded import load_tables
     from kbsim.envs.registry import build_env
+    from kbsim.policies.spec import parse_policy
+    from kbsim.replay.chunks import prepare_workers
     from kbsim.replay.presets import get_preset
     from kbsim.replay.sweep import run_sweep
 
@@ -62,6 +66,10 @@ def main() -> None:
     t0 = time.perf_counter()
     with ev.install_recorder("numba:compile") as compiles, \
             ev.install_recorder("numba:llvm_lock") as llvm:
+        # every family in this process (a sweep compiles the others in helper processes,
+        # whose compiles these recorders would not see)
+        prepare_workers([(parse_policy(p), env) for p in policies for env in envs], args.steps,
+                        parallel=False)
         run_sweep(policies, envs, args.seeds, args.steps)
     total = time.perf_counter() - t0
 

@@ -3,7 +3,8 @@
 `run_chunk` splits a chunk's episodes over the workspace's workers (worker w takes episodes
 w, w + W, ...), each on its own thread running `kbsim.replay.engine.compiled_worker`, which
 releases the GIL. `prepare_workers` compiles (or loads from numba's disk cache) the workers a
-sweep needs before it starts, and says so on one line when that means compiling.
+sweep needs before it starts, and says so on one line when that means compiling; the policy
+families of a cold sweep compile side by side, the others in helper processes.
 
 NOTE (D64): threads, not numba's ``parallel=True`` / prange: a prange loop compiled the whole
 engine twice more (the gufunc and its caller: 49 s of the 100 s cold start measured on 2 cores).
@@ -11,24 +12,47 @@ engine twice more (the gufunc and its caller: 49 s of the 100 s cold start measu
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 from numba.core import event
 
-from kbsim.envs.data import FITTED, TAPE, Env, new_scratch
-from kbsim.policies.spec import FAMILY_FLAT, FAMILY_V1, FAMILY_V2, PolicySpec, policy_family
+from kbsim.envs.data import ENV_KINDS, FITTED, SYNTHETIC, TAPE, Env, new_scratch
+from kbsim.policies.spec import (
+    FAMILY_FLAT,
+    FAMILY_NAMES,
+    FAMILY_V1,
+    FAMILY_V2,
+    PolicySpec,
+    parse_policy,
+    policy_family,
+)
 from kbsim.policies.state import new_pool, new_state
 from kbsim.replay._packed import PackedState, pack_state
 from kbsim.replay.engine import RECORDED, EpisodeOut, StepOut, compiled_worker, new_outputs
 
 #: seconds one (policy family, environment) worker takes to compile with an empty cache, its
-#: family's functions included, on the shared 2-core development machine (load average ~3;
-#: docs/benchmarks.md, "First contact"): the announcement's estimate, not a promise
-COMPILE_SECONDS: dict[int, float] = {FAMILY_V2: 18.0, FAMILY_V1: 18.0, FAMILY_FLAT: 8.0}
+#: family's functions included, on the 2-core machine of docs/benchmarks.md ("First contact";
+#: measured idle, 2026-11-27): the announcement's estimate, not a promise
+COMPILE_SECONDS: dict[int, float] = {FAMILY_V2: 21.0, FAMILY_V1: 11.0, FAMILY_FLAT: 7.0}
+#: a policy of each family: the compiled worker depends on the family only
+FAMILY_POLICY = {FAMILY_V2: "kernelband-v2", FAMILY_V1: "kernelband-v1", FAMILY_FLAT: "greedy"}
+#: the environments a worker compiled for an engine kind runs (`engine_kinds`)
+ENGINE_ENVS = {TAPE: ("tape",), FITTED: ("fitted",), SYNTHETIC: ("synthetic",),
+               RECORDED: ("tape", "fitted")}
+#: seconds a helper process takes to start and import kbsim before it compiles
+_HELPER_START_S = 2.0
 
 
 class Workspace(NamedTuple):
@@ -116,42 +140,162 @@ class _FirstCompile(event.Listener):
         pass
 
 
+def _signature(spec: PolicySpec, env: Env, steps: int, engine_kind: int) -> tuple:
+    """The numba types of a worker's arguments for `spec` on `env` (they depend on the policy
+    family and the environment kind, not on the data)."""
+    workspace = new_workspace(spec, env, steps, 1, engine_kind=engine_kind)
+    out, ep_out = new_outputs(1, steps)
+    empty = np.zeros((1, 3), np.int64)
+    args = _worker_args(spec, env, workspace, 0, empty[:, 0].copy(), empty[:, 0].copy(),
+                        empty, empty, steps, out, ep_out)
+    return tuple(numba.typeof(a) for a in args)
+
+
+def _spare_cpus() -> int:
+    """CPUs this process may use beside its own, for helper processes (0 where it may not
+    start any: a daemonic process, such as a worker of a process pool)."""
+    if multiprocessing.current_process().daemon:
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return cpus - 1
+
+
+def engine_kind_of(env_names: Collection[str]) -> int:
+    """The engine kind of the worker a sweep over the environments named runs (one kind)."""
+    (kind,) = set(engine_kinds({ENV_KINDS[name] for name in env_names}).values())
+    return kind
+
+
+def compile_family(family: int, kinds: Sequence[int]) -> float:
+    """Compile (or load from numba's disk cache) the workers of policy `family` for each engine
+    kind of `kinds`, on small synthetic environments of those kinds (a worker's types do not
+    depend on the data); returns the seconds it took. What the helper processes of
+    `prepare_workers` run (``python -m kbsim.replay.warm --workers ...``)."""
+    from kbsim.envs.registry import build_env
+    from kbsim.trace.synthetic_trace import synthetic_tables
+
+    start = time.perf_counter()
+    tables = synthetic_tables(n_steps=120, n_tasks=2, seed=0)
+    spec = parse_policy(FAMILY_POLICY[family])
+    for kind in kinds:
+        envs = [build_env(name, "default,tasks=2" if name == "synthetic" else tables)
+                for name in ENGINE_ENVS[kind]]
+        prepare_workers([(spec, env) for env in envs], 2, parallel=False)
+    return time.perf_counter() - start
+
+
+class _Helper(NamedTuple):
+    """A helper process of `prepare_workers` and the file its stderr goes to."""
+
+    proc: subprocess.Popen
+    log: Any
+
+    def failure(self) -> str | None:
+        """None once it has ended well, else how it ended (waits for it)."""
+        if self.proc.wait() == 0:
+            return None
+        self.log.seek(0)
+        tail = self.log.read().decode(errors="replace").strip()[-500:]
+        return f"exit {self.proc.returncode}: {tail}"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def _start_helpers(families: dict[int, list[int]], n: int) -> dict[int, _Helper]:
+    """`n` helper processes compiling the workers of `families` (family -> engine kinds),
+    the families dealt out in turn, the costliest first; returns each family's helper."""
+    shares: list[list[int]] = [[] for _ in range(n)]
+    by_cost = sorted(families, key=lambda f: -COMPILE_SECONDS[f] * len(families[f]))
+    for i, family in enumerate(by_cost):
+        shares[i % n].append(family)
+    root = str(Path(__file__).resolve().parents[2])  # the folder kbsim is imported from
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    helpers: dict[int, _Helper] = {}
+    for share in shares:
+        command = [sys.executable, "-m", "kbsim.replay.warm"]
+        for family in share:
+            envs = ",".join("+".join(ENGINE_ENVS[kind]) for kind in families[family])
+            command += ["--workers", f"{FAMILY_NAMES[family]}={envs}"]
+        log = tempfile.TemporaryFile()
+        helper = _Helper(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=log), log)
+        helpers.update({family: helper for family in share})
+    return helpers
+
+
 def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
-                    say: Callable[[str], None] | None = None) -> bool:
+                    say: Callable[[str], None] | None = None, parallel: bool = True) -> bool:
     """Compile (or load from the disk cache) the workers the (policy, env) pairs need, before
     any episode runs; returns True when something was compiled. Workers are keyed by (policy
     family, `engine_kinds` of the pairs' envs), as `run_sweep` runs them.
 
+    Families compile in parallel: at the first compilation (a cache miss, so a first run of
+    this kbsim version), the workers of the other policy families still to prepare go to
+    helper processes (`compile_family`, as many as there are spare CPUs, at most one a
+    family), which fill numba's disk cache while this process compiles its own family's; each
+    of theirs is then loaded from the cache (or compiled here, should its helper fail). A
+    family's workers stay in one process, which compiles the functions they share once.
+    `parallel=False`: all of them here.
+
     With `say`, the first compilation is announced on one line with the expected time (the
-    remaining workers' `COMPILE_SECONDS`): a cold first run says what it is doing instead of
-    showing a progress bar at 0 %.
+    remaining workers' `COMPILE_SECONDS`, spread over the processes): a cold first run says
+    what it is doing instead of showing a progress bar at 0 %.
     """
     kinds = engine_kinds({env.kind for _, env in pairs})
     todo: dict[tuple[int, int], tuple[PolicySpec, Env]] = {}
     for spec, env in pairs:
         todo.setdefault((policy_family(spec.kind), kinds[env.kind]), (spec, env))
-    keys = list(todo)
+    signatures = {key: _signature(*todo[key], steps, key[1]) for key in todo}
+    pending = [key for key in todo if signatures[key] not in compiled_worker(*key).overloads]
     compiled = False
-    for i, key in enumerate(keys):
-        spec, env = todo[key]
-        worker = compiled_worker(*key)
-        workspace = new_workspace(spec, env, steps, 1, engine_kind=key[1])
-        out, ep_out = new_outputs(1, steps)
-        empty = np.zeros((1, 3), np.int64)
-        args = _worker_args(spec, env, workspace, 0, empty[:, 0].copy(), empty[:, 0].copy(),
-                            empty, empty, steps, out, ep_out)
-        signature = tuple(numba.typeof(a) for a in args)
-        if signature in worker.overloads:
-            continue
+    helpers: dict[int, _Helper] = {}
 
-        def announce(rest: list[tuple[int, int]] = keys[i:]) -> None:
-            nonlocal compiled
-            if not compiled and say is not None:  # one line, at the first compilation
-                seconds = sum(COMPILE_SECONDS[family] for family, _ in rest)
-                say(f"compiling the replay engine (first run of this version, about "
-                    f"{seconds:.0f} s)")
-            compiled = True
+    def start(first: tuple[int, int]) -> None:
+        """At the first compilation: hand the other families to helpers, say it once."""
+        nonlocal compiled
+        if compiled:
+            return
+        compiled = True
+        rest = [first, *pending]
+        others: dict[int, list[int]] = {}
+        for family, kind in rest:
+            if family != first[0]:
+                others.setdefault(family, []).append(kind)
+        n_helpers = min(len(others), _spare_cpus() if parallel else 0)
+        if n_helpers > 0:
+            helpers.update(_start_helpers(others, n_helpers))
+            pending.sort(key=lambda key: key[0] in helpers)  # this process's family first
+        if say is not None:
+            here = sum(COMPILE_SECONDS[family] for family, _ in rest if family not in helpers)
+            away = sum(COMPILE_SECONDS[family] for family, _ in rest if family in helpers)
+            seconds = max(here, _HELPER_START_S + away / n_helpers) if helpers else here
+            processes = f", {1 + n_helpers} processes" if helpers else ""
+            say(f"compiling the replay engine (first run of this version, about "
+                f"{seconds:.0f} s{processes})")
 
-        with event.install_listener("numba:compile", _FirstCompile(announce)):
-            worker.compile(signature)
+    try:
+        while pending:
+            key = pending.pop(0)
+            helper = helpers.get(key[0])
+            failure = helper.failure() if helper is not None else None  # else: load its work
+            if helper is not None and failure is not None:
+                warnings.warn(f"compiling the {FAMILY_NAMES[key[0]]} policies in a helper "
+                              f"process failed ({failure}); compiling them here",
+                              RuntimeWarning, stacklevel=2)
+                for family in [f for f, h in helpers.items() if h is helper]:
+                    del helpers[family]
+                helper.close()
+            with event.install_listener("numba:compile", _FirstCompile(lambda k=key: start(k))):
+                compiled_worker(*key).compile(signatures[key])
+    finally:
+        for helper in set(helpers.values()):
+            helper.close()
     return compiled

@@ -10,6 +10,10 @@ process compiles a family's shared functions once, the groups spread over `proce
 processes. `tests/conftest.py` runs it in the xdist controller before the workers start.
 
     python -m kbsim.replay.warm [--processes N]
+    python -m kbsim.replay.warm --workers v1=tape+fitted,synthetic   # only these, here
+
+The second form is what `kbsim.replay.chunks.prepare_workers` starts to compile the other
+policy families of a cold first sweep beside its own.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-#: one policy per family: the compiled worker depends on the family only
-FAMILY_POLICY = {"v2": "kernelband-v2", "v1": "kernelband-v1", "flat": "greedy"}
+from kbsim.policies.spec import FAMILY_NAMES
+
 #: the environment sets a sweep runs a worker for (tape and fitted together share one worker)
 ENV_SETS: tuple[tuple[str, ...], ...] = (("tape",), ("fitted",), ("synthetic",),
                                          ("tape", "fitted"))
@@ -31,23 +35,15 @@ ENV_SETS: tuple[tuple[str, ...], ...] = (("tape",), ("fitted",), ("synthetic",),
 GROUPS: tuple[str, ...] = ("v2", "v1", "step", "flat")
 
 
-def _envs(names: Sequence[str]) -> list:
-    from kbsim.envs.registry import build_env
-    from kbsim.trace.synthetic_trace import synthetic_tables
-
-    tables = synthetic_tables(n_steps=120, n_tasks=2, seed=0)
-    return [build_env(name, "default,tasks=2" if name == "synthetic" else tables)
-            for name in names]
-
-
 def _warm_family(family: str, env_sets: Sequence[Sequence[str]]) -> int:
-    """Compile (or load) the family's engine worker for each environment set, with what a sweep
-    compiles beside it (its RNG seeding): a one-seed, two-step sweep each; returns how many
-    sweeps ran."""
-    from kbsim.replay.sweep import run_sweep
+    """Compile (or load) the family's engine worker for each environment set
+    (`kbsim.replay.chunks.compile_family`), with what a sweep compiles beside it (its RNG
+    seeding); returns how many workers."""
+    from kbsim.replay.chunks import compile_family, engine_kind_of
+    from kbsim.rng import episode_rngs
 
-    for names in env_sets:
-        run_sweep([FAMILY_POLICY[family]], _envs(names), 1, 2, progress=False)
+    compile_family(FAMILY_NAMES.index(family), [engine_kind_of(names) for names in env_sets])
+    episode_rngs("policy", [("task", 0)])
     return len(env_sets)
 
 
@@ -57,14 +53,15 @@ def _warm_steps() -> int:
     `mark_na`, which such a run may not reach."""
     import numba
 
+    from kbsim.envs.registry import build_env
     from kbsim.policies.kernels import mark_na
     from kbsim.policies.spec import parse_policy
     from kbsim.policies.state import new_state
     from kbsim.replay.record import record_trace
 
     with tempfile.TemporaryDirectory() as folder:
-        record_trace(f"{folder}/trace", _envs(["synthetic"])[0], "kernelband-v2", seed=0,
-                     steps=3)
+        record_trace(f"{folder}/trace", build_env("synthetic", "default,tasks=2"),
+                     "kernelband-v2", seed=0, steps=3)
     state = new_state(parse_policy("kernelband-v2"), 4)
     mark_na.compile((numba.typeof(state), numba.int64, numba.int64))
     return 1
@@ -99,8 +96,28 @@ def warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--workers", action="append", metavar="FAMILY=ENVS",
+                        help="only these workers, in this process: a policy family (v2, v1, "
+                        "flat) and comma-separated environment sets, e.g. "
+                        "v1=tape+fitted,synthetic (repeatable)")
     args = parser.parse_args()
-    warm_cache(args.processes, say=print)
+    if not args.workers:
+        warm_cache(args.processes, say=print)
+        return
+    from kbsim.envs.data import ENV_KINDS
+
+    jobs = []
+    for item in args.workers:
+        family, _, envs = item.partition("=")
+        env_sets = [names.split("+") for names in envs.split(",")] if envs else []
+        if family not in FAMILY_NAMES or not env_sets or not all(
+                name in ENV_KINDS for names in env_sets for name in names):
+            parser.error(f"--workers {item!r}: expected FAMILY=ENVS, FAMILY one of "
+                         f"{', '.join(FAMILY_NAMES)}, ENVS comma-separated sets of "
+                         f"{', '.join(ENV_KINDS)} joined by + (v1=tape+fitted,synthetic)")
+        jobs.append((family, env_sets))
+    for family, env_sets in jobs:
+        _warm_family(family, env_sets)
 
 
 if __name__ == "__main__":

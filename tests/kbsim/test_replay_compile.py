@@ -1,5 +1,6 @@
 """Cold-start guard (issue #16): a replay compiles the policy family and environment it runs,
-nothing else, and says so on one line while it compiles.
+nothing else, and says so on one line while it compiles; a sweep of several families compiles
+the others in helper processes meanwhile.
 
 The replay runs in a fresh process with an empty numba cache (NUMBA_CACHE_DIR in tmp_path), so
 what it compiles is what a first run of this kbsim version compiles; numba's compile events
@@ -28,6 +29,7 @@ from kbsim.policies.spec import (
     parse_policy,
     policy_family,
 )
+from kbsim.replay import chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,13 +40,13 @@ _SCRIPT = textwrap.dedent("""
     from kbsim.replay.sweep import run_sweep
     from kbsim.trace.synthetic_trace import synthetic_tables
 
-    policy, env_names = sys.argv[1], sys.argv[2].split("+")
+    policies, env_names = sys.argv[1].split(","), sys.argv[2].split("+")
     source = ("default,tasks=2" if env_names == ["synthetic"]
               else synthetic_tables(n_steps=120, n_tasks=2, seed=0))
     envs = [build_env(name, source) for name in env_names]
     said = []
     with ev.install_recorder("numba:compile") as rec:
-        result = run_sweep([policy], envs, 2, 5, say=said.append)
+        result = run_sweep(policies, envs, 2, 5, say=said.append)
     compiled = sorted({e.data["dispatcher"].py_func.__module__ + "."
                        + e.data["dispatcher"].py_func.__qualname__
                        for _, e in rec.buffer if e.is_start})
@@ -107,3 +109,27 @@ def test_every_policy_has_a_family_and_every_env_kind_a_registry_entry() -> None
     families = {policy_family(kind) for kind in range(len(POLICY_NAMES))}
     assert families == {FAMILY_V2, FAMILY_V1, FAMILY_FLAT}
     assert {name: entry.kind for name, entry in ENVIRONMENTS.items()} == ENV_KINDS
+
+
+@pytest.mark.skipif(chunks._spare_cpus() < 1, reason="needs a second CPU for the helper")
+def test_a_cold_sweep_of_two_families_compiles_the_second_in_a_helper(tmp_path: Path) -> None:
+    """`prepare_workers`: this process compiles the first family's worker while a helper
+    process compiles the other's into numba's disk cache, from which this process loads it."""
+    report = _cold_replay(tmp_path, "random,kernelband-v1", "tape")
+    compiled = report["compiled"]
+    workers = [name for name in compiled if ".run_worker_" in name]
+    assert workers == ["kbsim.replay.engine.run_worker_flat_tape"], compiled
+    assert not [name for name in compiled if name.startswith("kbsim.policies._v1.")], compiled
+    # the helper's work, found in the cache folder this process loaded it from
+    assert list((tmp_path / "numba").rglob("*run_worker_v1_tape*.nbi")), "no v1 worker cached"
+    assert report["rows"] == 2 * 2 * 2  # 2 policies x 2 tasks x 2 seeds
+    assert len(report["said"]) == 1 and report["said"][0].endswith(", 2 processes)")
+
+
+def test_a_helper_that_fails_says_how(tmp_path: Path) -> None:
+    code = "import sys; sys.stderr.write('no such family'); sys.exit(3)"
+    log = (tmp_path / "log").open("w+b")
+    helper = chunks._Helper(subprocess.Popen([sys.executable, "-c", code], stderr=log), log)
+    assert helper.failure() == "exit 3: no such family"
+    helper.close()
+    assert log.closed

@@ -44,3 +44,13 @@ def test_a_warmed_cache_serves_a_replay_of_a_shipped_trace(tmp_path: Path) -> No
     report = json.loads(replay.stdout.strip().splitlines()[-1])
     assert report["compiled"] == []
     assert report["rows"] > 0
+
+
+def test_workers_of_an_unknown_family_or_environment_are_one_sentence() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for item in ("v9=tape", "v1=tape+bogus", "v1="):
+        proc = subprocess.run([sys.executable, "-m", "kbsim.replay.warm", "--workers", item],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert f"--workers {item!r}: expected FAMILY=ENVS" in proc.stderr
+        assert "Traceback" not in proc.stderr
