@@ -15,6 +15,7 @@ its home and every candidate's files), removed with the worker when it ends, how
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import resource
@@ -73,6 +74,21 @@ class WorkerStartError(RuntimeError):
         self.failure = failure
 
 
+def _inductor_cache_dir() -> str | None:
+    """Where torch's inductor keeps its compile cache when the user has not said: under the
+    machine's temp folder, as inductor's own default (``torchinductor_<user>``), so that
+    workers, whose temp folder is their own and goes with them, share it and keep it between
+    runs as before. None where the user set it."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return None
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no user entry for this uid (a bare container)
+        user = f"uid_{os.getuid()}"
+    safe_user = re.sub(r'[\\/:*?"<>|]', "_", user)  # as inductor names it
+    return str(Path(tempfile.gettempdir()) / f"torchinductor_{safe_user}")
+
+
 def _signal_name(returncode: int) -> str:
     try:
         return signal.Signals(-returncode).name
@@ -102,6 +118,9 @@ class WorkerProcess:
         )
         extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
                  "TMPDIR": str(self.folder)}
+        inductor_cache = _inductor_cache_dir()
+        if inductor_cache is not None:
+            extra["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
         if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
         #: the worker's whole environment

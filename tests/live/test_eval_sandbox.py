@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from live.evaluator import EvalResult, Evaluator, EvaluatorConfig, kernel_id
+from live.evaluator.sandbox import WorkerProcess
+from live.evaluator.settings import WorkerSettings
 from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
 CANDIDATES = Path(__file__).parent / "fixtures" / "candidates"
@@ -197,3 +199,25 @@ def test_a_workers_temporary_files_leave_with_it_however_it_ends(
         assert now != folder
     assert folders() == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_inductor_keeps_the_machine_s_cache_not_the_worker_s(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's inductor caches under the temp folder by default: a worker's temp folder is its
+    own and leaves with it, so workers are pointed at inductor's usual place, shared and kept
+    between runs, unless the user chose one."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    worker = WorkerProcess(WorkerSettings(device="cpu", memory_limit_mb=4096))
+    try:
+        cache = Path(worker.env["TORCHINDUCTOR_CACHE_DIR"])
+        assert cache.parent == Path(tempfile.gettempdir())
+        assert cache.name.startswith("torchinductor_")
+        assert worker.env["TMPDIR"] == str(worker.folder)
+    finally:
+        worker.shutdown()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/chosen/by/the/user")
+    worker = WorkerProcess(WorkerSettings(device="cpu", memory_limit_mb=4096))
+    try:
+        assert worker.env["TORCHINDUCTOR_CACHE_DIR"] == "/chosen/by/the/user"
+    finally:
+        worker.shutdown()
