@@ -53,6 +53,8 @@ ENGINE_ENVS = {TAPE: ("tape",), FITTED: ("fitted",), SYNTHETIC: ("synthetic",),
                RECORDED: ("tape", "fitted")}
 #: seconds a helper process takes to start and import kbsim before it compiles
 _HELPER_START_S = 2.0
+#: seconds after which a helper that has not ended is given up (its work done here instead)
+_HELPER_TIMEOUT_S = 1800.0
 
 
 class Workspace(NamedTuple):
@@ -193,10 +195,15 @@ class _Helper(NamedTuple):
     proc: subprocess.Popen
     log: Any
 
-    def failure(self) -> str | None:
-        """None once it has ended well, else how it ended (waits for it)."""
-        if self.proc.wait() == 0:
-            return None
+    def failure(self, timeout_s: float = _HELPER_TIMEOUT_S) -> str | None:
+        """None once it has ended well, else how it ended (waits for it, `timeout_s` at most,
+        then kills it)."""
+        try:
+            if self.proc.wait(timeout=timeout_s) == 0:
+                return None
+        except subprocess.TimeoutExpired:
+            self.close()
+            return f"still compiling after {timeout_s:.0f} s"
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip()[-500:]
         return f"exit {self.proc.returncode}: {tail}"
@@ -219,15 +226,25 @@ def _start_helpers(families: dict[int, list[int]], n: int) -> dict[int, _Helper]
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     helpers: dict[int, _Helper] = {}
-    for share in shares:
-        command = [sys.executable, "-m", "kbsim.replay.warm"]
-        for family in share:
-            envs = ",".join("+".join(ENGINE_ENVS[kind]) for kind in families[family])
-            command += ["--workers", f"{FAMILY_NAMES[family]}={envs}"]
-        log = tempfile.TemporaryFile()
-        helper = _Helper(subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=log), log)
-        helpers.update({family: helper for family in share})
+    try:
+        for share in shares:
+            command = [sys.executable, "-m", "kbsim.replay.warm"]
+            for family in share:
+                envs = ",".join("+".join(ENGINE_ENVS[kind]) for kind in families[family])
+                command += ["--workers", f"{FAMILY_NAMES[family]}={envs}"]
+            log = tempfile.TemporaryFile()
+            try:
+                proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=log)
+            except OSError:
+                log.close()
+                raise
+            helper = _Helper(proc, log)
+            helpers.update({family: helper for family in share})
+    except OSError:
+        for helper in set(helpers.values()):
+            helper.close()
+        raise
     return helpers
 
 
@@ -271,7 +288,13 @@ def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
                 others.setdefault(family, []).append(kind)
         n_helpers = min(len(others), _spare_cpus() if parallel else 0)
         if n_helpers > 0:
-            helpers.update(_start_helpers(others, n_helpers))
+            try:
+                helpers.update(_start_helpers(others, n_helpers))
+            except OSError as error:  # no interpreter to start (an embedded Python, say)
+                warnings.warn(f"could not start a helper process to compile with ({error}); "
+                              "compiling every policy family here", RuntimeWarning,
+                              stacklevel=2)
+                n_helpers = 0
             pending.sort(key=lambda key: key[0] in helpers)  # this process's family first
         if say is not None:
             here = sum(COMPILE_SECONDS[family] for family, _ in rest if family not in helpers)
@@ -290,7 +313,7 @@ def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
                 warnings.warn(f"compiling the {FAMILY_NAMES[key[0]]} policies in a helper "
                               f"process failed ({failure}); compiling them here",
                               RuntimeWarning, stacklevel=2)
-                for family in [f for f, h in helpers.items() if h is helper]:
+                for family in [f for f, h in helpers.items() if h == helper]:
                     del helpers[family]
                 helper.close()
             with event.install_listener("numba:compile", _FirstCompile(lambda k=key: start(k))):

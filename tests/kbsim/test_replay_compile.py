@@ -133,3 +133,11 @@ def test_a_helper_that_fails_says_how(tmp_path: Path) -> None:
     assert helper.failure() == "exit 3: no such family"
     helper.close()
     assert log.closed
+
+
+def test_a_helper_still_compiling_past_its_time_is_ended(tmp_path: Path) -> None:
+    log = (tmp_path / "log").open("w+b")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stderr=log)
+    helper = chunks._Helper(proc, log)
+    assert helper.failure(timeout_s=1.0) == "still compiling after 1 s"
+    assert proc.poll() is not None and log.closed
