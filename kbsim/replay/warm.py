@@ -105,16 +105,24 @@ def main() -> None:
         warm_cache(args.processes, say=print)
         return
     from kbsim.envs.data import ENV_KINDS
+    from kbsim.replay.chunks import engine_kind_of
+
+    def one_worker(names: list[str]) -> bool:  # environments one engine worker runs
+        try:
+            engine_kind_of(names)
+        except (KeyError, ValueError):
+            return False
+        return True
 
     jobs = []
     for item in args.workers:
         family, _, envs = item.partition("=")
         env_sets = [names.split("+") for names in envs.split(",")] if envs else []
-        if family not in FAMILY_NAMES or not env_sets or not all(
-                name in ENV_KINDS for names in env_sets for name in names):
+        if family not in FAMILY_NAMES or not env_sets or not all(map(one_worker, env_sets)):
             parser.error(f"--workers {item!r}: expected FAMILY=ENVS, FAMILY one of "
-                         f"{', '.join(FAMILY_NAMES)}, ENVS comma-separated sets of "
-                         f"{', '.join(ENV_KINDS)} joined by + (v1=tape+fitted,synthetic)")
+                         f"{', '.join(FAMILY_NAMES)}, ENVS comma-separated environments "
+                         f"({', '.join(ENV_KINDS)}; tape+fitted for the two in one worker), "
+                         "e.g. v1=tape+fitted,synthetic")
         jobs.append((family, env_sets))
     for family, env_sets in jobs:
         _warm_family(family, env_sets)

@@ -48,7 +48,7 @@ def test_a_warmed_cache_serves_a_replay_of_a_shipped_trace(tmp_path: Path) -> No
 
 def test_workers_of_an_unknown_family_or_environment_are_one_sentence() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for item in ("v9=tape", "v1=tape+bogus", "v1="):
+    for item in ("v9=tape", "v1=tape+bogus", "v1=", "v1=tape+synthetic"):
         proc = subprocess.run([sys.executable, "-m", "kbsim.replay.warm", "--workers", item],
                               env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr
