@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,28 +107,34 @@ class WorkerProcess:
         #: set once kernelband itself sends the worker SIGKILL (its death is then not the
         #: system's doing)
         self._killing = False
-        #: the worker's own temporary folder, removed with the worker however it ends: its
-        #: log, and its TMPDIR, so its home, candidate modules and anything a candidate's
-        #: libraries write there (a worker that is killed, or a forked one, which leaves with
-        #: ``os._exit``, never runs its own clean-up)
-        self.folder = Path(tempfile.mkdtemp(prefix="kb-worker-"))
-        self._log = open(self.folder / "worker.log", "w+b")  # noqa: SIM115 - closed in kill()
         pythonpath = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
         )
-        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
-                 "TMPDIR": str(self.folder)}
+        extra = {"PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
         inductor_cache = _inductor_cache_dir()
         if inductor_cache is not None:
             extra["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
         if self.device == "cpu":
             extra["TRITON_INTERPRET"] = "1"
+        env = scrubbed_env(dict(os.environ), extra)
+        if forkserver.enabled():  # its server first (seconds, the first time): a run killed
+            try:  # meanwhile leaves no folder behind
+                forkserver.server_for(env)
+            except (forkserver.ForkServerError, OSError):
+                pass  # `_start` starts the worker the old way
+        #: the worker's own temporary folder, removed with the worker however it ends: its
+        #: log, and its TMPDIR, so its home, candidate modules and anything a candidate's
+        #: libraries write there (a worker that is killed, or a forked one, which leaves with
+        #: ``os._exit``, never runs its own clean-up; one whose parent is gone removes it)
+        self.folder = Path(tempfile.mkdtemp(prefix="kb-worker-"))
+        self._log = open(self.folder / "worker.log", "w+b")  # noqa: SIM115 - closed in kill()
         #: the worker's whole environment
-        self.env = scrubbed_env(dict(os.environ), extra)
+        self.env = {**env, "TMPDIR": str(self.folder)}
         self.proc: subprocess.Popen | ForkedProcess = self._start(self.env)
         self.started_at = time.perf_counter()
         # the worker reads its settings first, before it imports torch
-        self.send(settings)
+        self.settings = replace(settings, folder=str(self.folder))
+        self.send(self.settings)
 
     def _start(self, env: dict[str, str]) -> subprocess.Popen | ForkedProcess:
         """The worker's process: forked from the fork server (`live.evaluator.forkserver`),

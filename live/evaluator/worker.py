@@ -74,10 +74,15 @@ def _print_options_resetter() -> Callable[[], None]:
 
 def main() -> None:
     proto_in, proto_out = _protocol_streams()
-    from live.evaluator.protocol import read_frame_fd, write_frame
+    from live.evaluator.protocol import read_frame_fd
     from live.evaluator.settings import WorkerSettings, set_worker_settings
 
     settings = read_frame_fd(proto_in.fileno())  # the parent's first frame
+    if settings is None:  # the parent is gone before it said anything: remove the folder it
+        folder = Path(os.environ.get("TMPDIR", ""))  # made this worker (`sandbox`), if any
+        if folder.name.startswith("kb-worker-"):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise SystemExit("the evaluator is gone before it sent the worker's settings")
     if not isinstance(settings, WorkerSettings):
         raise SystemExit(f"expected WorkerSettings first, got {type(settings).__name__}")
     set_worker_settings(settings)
@@ -119,12 +124,33 @@ def main() -> None:
     from live.evaluator.guard import install as install_guard
 
     install_guard(home)  # candidates' own code: no network, processes or writes outside cwd
+    try:
+        parent_gone = _serve(proto_in, proto_out, runner, home, info)
+    except BrokenPipeError:  # a reply could not be written: the parent is gone
+        parent_gone = True
+    shutil.rmtree(home, ignore_errors=True)
+    if parent_gone and settings.folder:  # nobody else will remove the worker's folder now
+        shutil.rmtree(settings.folder, ignore_errors=True)
+    try:
+        proto_out.flush()
+    except BrokenPipeError:
+        pass
+    sys.exit(0)
+
+
+def _serve(proto_in: Any, proto_out: Any, runner: Any, home: Path, info: dict) -> bool:
+    """Say ready, then judge each request until told to exit (False) or the parent's stream
+    ends (True: the parent is gone)."""
+    from live.evaluator.protocol import read_frame_fd, write_frame
+
     write_frame(proto_out, ("ready", info))
     reset_print_options = _print_options_resetter()
     while True:
         request = read_frame_fd(proto_in.fileno())
-        if request is None or (isinstance(request, dict) and request.get("op") == "exit"):
-            break
+        if request is None:
+            return True
+        if isinstance(request, dict) and request.get("op") == "exit":
+            return False
         reset_print_options()
         workdir = Path(tempfile.mkdtemp(prefix="cand-", dir=home))
         os.chdir(workdir)
@@ -161,10 +187,7 @@ def main() -> None:
             recycle = response.recycle
         write_frame(proto_out, ("result", response))
         if recycle:
-            break
-    shutil.rmtree(home, ignore_errors=True)
-    proto_out.flush()
-    sys.exit(0)
+            return False
 
 
 if __name__ == "__main__":

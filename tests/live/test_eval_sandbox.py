@@ -221,3 +221,17 @@ def test_inductor_keeps_the_machine_s_cache_not_the_worker_s(
         assert worker.env["TORCHINDUCTOR_CACHE_DIR"] == "/chosen/by/the/user"
     finally:
         worker.shutdown()
+
+
+def test_a_worker_whose_parent_is_gone_removes_its_own_folder() -> None:
+    """A run killed with SIGKILL never removes its workers' folders: a worker whose requests
+    end (its parent's end of the pipe closed) removes its own before it exits."""
+    worker = WorkerProcess(WorkerSettings(device="cpu", memory_limit_mb=4096))
+    try:
+        worker.wait_ready(120)
+        assert worker.folder.is_dir() and list(worker.folder.glob("home-*"))
+        worker.proc.stdin.close()  # type: ignore[union-attr] - as when its parent dies
+        assert worker.proc.wait(timeout=60) == 0
+        assert not worker.folder.exists()
+    finally:
+        worker.kill()
