@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +133,7 @@ class WorkerProcess:
         self.proc: subprocess.Popen | ForkedProcess = self._start(self.env)
         self.started_at = time.perf_counter()
         # the worker reads its settings first, before it imports torch
-        self.settings = replace(settings, folder=str(self.folder))
-        self.send(self.settings)
+        self.send(settings)
 
     def _start(self, env: dict[str, str]) -> subprocess.Popen | ForkedProcess:
         """The worker's process: forked from the fork server (`live.evaluator.forkserver`),

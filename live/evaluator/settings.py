@@ -31,9 +31,6 @@ class WorkerSettings:
         quick_autotune: short autotuning benchmarks (NOTE D71, D79).
         first_config: an autotuned kernel runs its first configuration that works (NOTE D89;
             load-time gold checks only).
-        folder: the worker's own temporary folder (`sandbox.WorkerProcess`: its log and its
-            ``TMPDIR``); the parent removes it when the worker ends, the worker itself when
-            the parent is gone first (its requests end, or a reply cannot be written).
     """
 
     device: str = "cpu"
@@ -43,7 +40,6 @@ class WorkerSettings:
     input_cache_bytes: int | None = None
     quick_autotune: bool = False
     first_config: bool = False
-    folder: str | None = None
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):

@@ -72,16 +72,22 @@ def _print_options_resetter() -> Callable[[], None]:
     return reset
 
 
+def _remove_own_folder() -> None:
+    """Remove the folder `sandbox.WorkerProcess` made for this worker (its ``TMPDIR``, named
+    ``kb-worker-*``; nothing when the worker was started any other way)."""
+    folder = Path(os.environ.get("TMPDIR", ""))
+    if folder.name.startswith("kb-worker-"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     proto_in, proto_out = _protocol_streams()
     from live.evaluator.protocol import read_frame_fd
     from live.evaluator.settings import WorkerSettings, set_worker_settings
 
     settings = read_frame_fd(proto_in.fileno())  # the parent's first frame
-    if settings is None:  # the parent is gone before it said anything: remove the folder it
-        folder = Path(os.environ.get("TMPDIR", ""))  # made this worker (`sandbox`), if any
-        if folder.name.startswith("kb-worker-"):
-            shutil.rmtree(folder, ignore_errors=True)
+    if settings is None:  # the parent is gone before it said anything
+        _remove_own_folder()
         raise SystemExit("the evaluator is gone before it sent the worker's settings")
     if not isinstance(settings, WorkerSettings):
         raise SystemExit(f"expected WorkerSettings first, got {type(settings).__name__}")
@@ -129,8 +135,8 @@ def main() -> None:
     except BrokenPipeError:  # a reply could not be written: the parent is gone
         parent_gone = True
     shutil.rmtree(home, ignore_errors=True)
-    if parent_gone and settings.folder:  # nobody else will remove the worker's folder now
-        shutil.rmtree(settings.folder, ignore_errors=True)
+    if parent_gone:  # nobody else will remove the worker's folder now
+        _remove_own_folder()
     try:
         proto_out.flush()
     except BrokenPipeError:
