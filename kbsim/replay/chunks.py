@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from numba.core import event
 
+from kbsim._byref import tuple_image
 from kbsim.envs.data import ENV_KINDS, FITTED, SYNTHETIC, TAPE, Env, new_scratch
 from kbsim.policies.spec import (
     FAMILY_FLAT,
@@ -45,7 +46,7 @@ from kbsim.replay.engine import RECORDED, EpisodeOut, StepOut, compiled_worker, 
 #: seconds one (policy family, environment) worker takes to compile with an empty cache, its
 #: family's functions included, on the 2-core machine of docs/benchmarks.md ("First contact";
 #: measured idle, 2026-11-27): the announcement's estimate, not a promise
-COMPILE_SECONDS: dict[int, float] = {FAMILY_V2: 21.0, FAMILY_V1: 11.0, FAMILY_FLAT: 7.0}
+COMPILE_SECONDS: dict[int, float] = {FAMILY_V2: 16.0, FAMILY_V1: 9.0, FAMILY_FLAT: 5.0}
 #: a policy of each family: the compiled worker depends on the family only
 FAMILY_POLICY = {FAMILY_V2: "kernelband-v2", FAMILY_V1: "kernelband-v1", FAMILY_FLAT: "greedy"}
 #: the environments a worker compiled for an engine kind runs (`engine_kinds`)
@@ -97,10 +98,13 @@ def _worker_args(spec: PolicySpec, env: Env, workspace: Workspace, w: int,
                  ep_erng: np.ndarray, steps: int, out: StepOut, ep_out: EpisodeOut) -> tuple:
     packed = workspace.states[w]
     prng, erng = workspace.rngs[w]
+    state, pool, scratch = (tuple_image(t) for t in (packed.state, workspace.pools[w],
+                                                      workspace.scratches[w]))
+    data, out_image, ep_image = (tuple_image(t) for t in (env.data, out, ep_out))
     return (w, len(workspace.states), spec.kind, spec.fparams, spec.iparams,
-            workspace.template.buf, packed.buf, packed.state, workspace.pools[w], env.data,
-            env.kind, env.grows, workspace.scratches[w], ep_task, ep_n_init, ep_prng, ep_erng,
-            prng, erng, steps, out, ep_out)
+            workspace.template.buf, packed.buf, *state[:2], *pool[:2], *data[:2], env.kind,
+            env.grows, *scratch[:2], ep_task, ep_n_init, ep_prng, ep_erng, prng, erng, steps,
+            *out_image[:2], *ep_image[:2])
 
 
 def run_chunk(spec: PolicySpec, env: Env, workspace: Workspace, ep_task: np.ndarray,

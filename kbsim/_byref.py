@@ -1,0 +1,162 @@
+"""Named tuples of arrays passed to compiled code as one pointer: `byref` and `TupleImage`.
+
+numba passes a named tuple by value: every call to a compiled function that is not inlined gets
+each field of each of its arrays as a separate argument (the policy state's 51 arrays are ~360
+values), each level of numba's IR inlining copies the whole struct into a stack slot of its
+own, and a function Python calls unboxes every array of every tuple it takes. In the replay
+engine that was most of the code LLVM had to optimise (docs/benchmarks.md, *First contact*).
+
+A `TupleRef` is a typed pointer to a named tuple's value in memory, one machine word wherever it
+goes, whose attributes read like the tuple's (``ref.mu[c, s] += 1`` writes the array
+``tup.mu`` sees). A function written against a named tuple of arrays takes either, and is
+compiled once per type. There are two ways to get one:
+
+- ``byref(tup)``, in compiled code, stores the tuple once in the calling function's stack frame.
+  The reference lives as long as that frame: pass it down to callees, never return it or store
+  it in an array (numba cannot tell; don't).
+- `TupleImage` (Python) writes a tuple's value, as numba lays it out, into an int64 array;
+  compiled code given that array and the image's `tuple_type` gets the reference with
+  ``ref_of_image(image, tuple_type)``. Unboxing one int64 array costs a compiled entry point
+  what unboxing the tuple's every array would. The image holds raw pointers to the arrays'
+  data: it is valid while they live (`TupleImage` keeps them), and its arrays have no
+  reference-counted owner, so compiled code must not keep them past the call.
+
+The tuple's fields cannot be reassigned through a reference (a named tuple's cannot either); the
+arrays they hold are mutable as usual. No reference counting is involved: a `TupleRef` works in
+functions compiled with or without numba's runtime (``_nrt=False``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, NamedTuple
+
+import numba
+import numpy as np
+from numba.core import cgutils, types
+from numba.core.datamodel import models
+from numba.core.extending import (
+    infer_getattr,
+    intrinsic,
+    lower_getattr_generic,
+    register_model,
+)
+from numba.core.imputils import impl_ret_borrowed
+from numba.core.typing.templates import AttributeTemplate
+
+
+class TupleRef(types.Type):
+    """numba type of a pointer to the value of a named tuple (`tuple_type`) in memory."""
+
+    def __init__(self, tuple_type: types.BaseNamedTuple) -> None:
+        self.tuple_type = tuple_type
+        super().__init__(name=f"Ref[{tuple_type.instance_class.__name__}]({tuple_type})")
+
+    @property
+    def key(self) -> Any:
+        return self.tuple_type
+
+
+@register_model(TupleRef)
+class _TupleRefModel(models.PrimitiveModel):
+    def __init__(self, dmm: Any, fe_type: TupleRef) -> None:
+        pointee = dmm.lookup(fe_type.tuple_type).get_value_type()
+        super().__init__(dmm, fe_type, pointee.as_pointer())
+
+
+@infer_getattr
+class _TupleRefAttributes(AttributeTemplate):
+    key = TupleRef
+
+    def generic_resolve(self, typ: TupleRef, attr: str) -> Any:
+        fields = typ.tuple_type.fields
+        if attr in fields:
+            return typ.tuple_type.types[fields.index(attr)]
+        return None
+
+
+@lower_getattr_generic(TupleRef)
+def _tuple_ref_getattr(context: Any, builder: Any, typ: TupleRef, value: Any, attr: str) -> Any:
+    index = typ.tuple_type.fields.index(attr)
+    field = builder.load(cgutils.gep_inbounds(builder, value, 0, index))
+    return impl_ret_borrowed(context, builder, typ.tuple_type.types[index], field)
+
+
+@intrinsic
+def byref(typingctx: Any, tup: Any) -> Any:
+    """A `TupleRef` to the named tuple `tup` (a `TupleRef` is returned as it is), valid while
+    the calling function runs."""
+    if isinstance(tup, TupleRef):
+        return tup(tup), lambda context, builder, sig, args: args[0]
+    if not isinstance(tup, types.BaseNamedTuple):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        slot = cgutils.alloca_once(builder, args[0].type)
+        builder.store(args[0], slot)
+        return slot
+
+    return TupleRef(tup)(tup), codegen
+
+
+@intrinsic
+def ref_of_image(typingctx: Any, image: Any, tuple_type: Any) -> Any:
+    """The `TupleRef` of a `TupleImage`'s ``image`` array; ``tuple_type`` its `tuple_type`."""
+    if not (isinstance(image, types.Array) and image.dtype == types.int64
+            and image.ndim == 1 and isinstance(tuple_type, types.TypeRef)
+            and isinstance(tuple_type.instance_type, types.BaseNamedTuple)):
+        return None
+    target = tuple_type.instance_type
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        pointee = context.data_model_manager[target].get_value_type()
+        return builder.bitcast(data, pointee.as_pointer())
+
+    return TupleRef(target)(image, tuple_type), codegen
+
+
+#: numba's array value, field by field (numba.core.datamodel.models.ArrayModel)
+_ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides")
+
+
+class TupleImage(NamedTuple):
+    """A named tuple of arrays as numba lays out its value: pass `image` and `tuple_type` to a
+    compiled function, which calls ``ref_of_image(image, tuple_type)``."""
+
+    image: np.ndarray  # int64, per array: 0, 0, size, itemsize, data address, shape, strides
+    tuple_type: types.BaseNamedTuple
+    arrays: tuple  # the tuple itself: the image points into its arrays
+
+
+def tuple_image(tup: tuple) -> TupleImage:
+    """The image of the named tuple of numpy arrays `tup` (module docstring)."""
+    tuple_type = numba.typeof(tup)
+    _check_layout(tuple_type)
+    words: list[int] = []
+    for arr in tup:
+        words += (0, 0, arr.size, arr.itemsize, arr.ctypes.data, *arr.shape, *arr.strides)
+    return TupleImage(np.array(words, np.int64), tuple_type, tup)
+
+
+@cache
+def _check_layout(tuple_type: types.Type) -> None:
+    """Raise unless numba lays `tuple_type` out as `tuple_image` writes it: a named tuple of
+    arrays, each array value 5 + 2 * ndim machine words in `_ARRAY_FIELDS` order, no padding."""
+    from numba.core.registry import cpu_target
+
+    if not isinstance(tuple_type, types.BaseNamedTuple) or not all(
+            isinstance(t, types.Array) for t in tuple_type.types):
+        raise TypeError(f"tuple_image needs a named tuple of numpy arrays, got {tuple_type}")
+    context = cpu_target.target_context
+    words = 0
+    for t in tuple_type.types:
+        model = context.data_model_manager[t]
+        if tuple(model._fields) != _ARRAY_FIELDS:
+            raise RuntimeError(f"numba {numba.__version__} lays arrays out as {model._fields}, "
+                               f"not as kbsim._byref expects ({_ARRAY_FIELDS})")
+        words += 5 + 2 * t.ndim
+    size = context.get_abi_sizeof(context.data_model_manager[tuple_type].get_value_type())
+    if size != 8 * words:
+        raise RuntimeError(f"numba {numba.__version__} lays {tuple_type} out in {size} bytes, "
+                           f"not the {8 * words} kbsim._byref expects")
