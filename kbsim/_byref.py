@@ -1,4 +1,4 @@
-"""Named tuples of arrays passed to compiled code as one pointer: `byref` and `TupleImage`.
+"""Named tuples of arrays handed to compiled code as one pointer (`tuple_image`, `TupleRef`).
 
 numba passes a named tuple by value: every call to a compiled function that is not inlined gets
 each field of each of its arrays as a separate argument (the policy state's 51 arrays are ~360
@@ -6,24 +6,25 @@ values), each level of numba's IR inlining copies the whole struct into a stack 
 own, and a function Python calls unboxes every array of every tuple it takes. In the replay
 engine that was most of the code LLVM had to optimise (docs/benchmarks.md, *First contact*).
 
-A `TupleRef` is a typed pointer to a named tuple's value in memory, one machine word wherever it
-goes, whose attributes read like the tuple's (``ref.mu[c, s] += 1`` writes the array
-``tup.mu`` sees). A function written against a named tuple of arrays takes either, and is
-compiled once per type. There are two ways to get one:
+`tuple_image(tup)` (Python) writes the tuple's value, as numba lays it out, into an int64 array.
+A compiled function given that array and the image's `tuple_type` calls
+``ref_of_image(image, tuple_type)`` and gets a `TupleRef`: a typed pointer to the value, one
+machine word wherever it goes, whose attributes read like the tuple's (``ref.mu[c, s] += 1``
+writes the array ``tup.mu`` sees). A function written against a named tuple of arrays takes
+either, and is compiled once per type. The compiled entry point unboxes one int64 array instead
+of each of the tuple's arrays.
 
-- ``byref(tup)``, in compiled code, stores the tuple once in the calling function's stack frame.
-  The reference lives as long as that frame: pass it down to callees, never return it or store
-  it in an array (numba cannot tell; don't).
-- `TupleImage` (Python) writes a tuple's value, as numba lays it out, into an int64 array;
-  compiled code given that array and the image's `tuple_type` gets the reference with
-  ``ref_of_image(image, tuple_type)``. Unboxing one int64 array costs a compiled entry point
-  what unboxing the tuple's every array would. The image holds raw pointers to the arrays'
-  data: it is valid while they live (`TupleImage` keeps them), and its arrays have no
-  reference-counted owner, so compiled code must not keep them past the call.
+The image holds raw pointers to the arrays' data, not references: it is valid while they live
+(a `TupleImage` keeps its tuple; whoever passes only ``image`` must keep the arrays alive for
+the call), and the arrays seen through it have no reference-counted owner, so compiled code
+must not keep them past the call. The tuple's fields cannot be reassigned through a reference
+(a named tuple's cannot either); the arrays they hold are mutable as usual. No reference
+counting is involved: a `TupleRef` works in functions compiled with or without numba's runtime
+(``_nrt=False``).
 
-The tuple's fields cannot be reassigned through a reference (a named tuple's cannot either); the
-arrays they hold are mutable as usual. No reference counting is involved: a `TupleRef` works in
-functions compiled with or without numba's runtime (``_nrt=False``).
+Not for the step-by-step entry points (`kbsim.policies.kernels.select`, ...), whose callers pass
+tuples: building a reference there means storing the whole tuple on every call (~450 words for
+the state and the pool), which cost more than the call itself.
 """
 
 from __future__ import annotations
@@ -80,23 +81,6 @@ def _tuple_ref_getattr(context: Any, builder: Any, typ: TupleRef, value: Any, at
     index = typ.tuple_type.fields.index(attr)
     field = builder.load(cgutils.gep_inbounds(builder, value, 0, index))
     return impl_ret_borrowed(context, builder, typ.tuple_type.types[index], field)
-
-
-@intrinsic
-def byref(typingctx: Any, tup: Any) -> Any:
-    """A `TupleRef` to the named tuple `tup` (a `TupleRef` is returned as it is), valid while
-    the calling function runs."""
-    if isinstance(tup, TupleRef):
-        return tup(tup), lambda context, builder, sig, args: args[0]
-    if not isinstance(tup, types.BaseNamedTuple):
-        return None
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        slot = cgutils.alloca_once(builder, args[0].type)
-        builder.store(args[0], slot)
-        return slot
-
-    return TupleRef(tup)(tup), codegen
 
 
 @intrinsic

@@ -364,6 +364,7 @@ def _make_worker(family: int, ekind: int):
     env_name = {kind: name for name, kind in ENV_KINDS.items()}.get(ekind, "recorded")
     run_worker.__name__ = f"run_worker_{FAMILY_NAMES[family]}_{env_name}"
     run_worker.__qualname__ = run_worker.__name__
+    # only Python calls it: numba's C-callable wrapper (for compiled callers) is not built
     return njit(cache=True, nogil=True, _nrt=False, no_cfunc_wrapper=True)(run_worker)
 
 
