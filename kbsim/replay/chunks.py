@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from numba.core import event
 
-from kbsim._byref import tuple_image
+from kbsim._byref import TupleImage, tuple_image
 from kbsim.envs.data import ENV_KINDS, FITTED, SYNTHETIC, TAPE, Env, new_scratch
 from kbsim.policies.spec import (
     FAMILY_FLAT,
@@ -59,7 +59,8 @@ _HELPER_TIMEOUT_S = 1800.0
 
 
 class Workspace(NamedTuple):
-    """Per-worker policy states (packed: one byte buffer each), pools and scratch arrays."""
+    """Per-worker policy states (packed: one byte buffer each), pools and scratch arrays, and
+    their images (`kbsim._byref`), which the engine worker takes in their place."""
 
     template: PackedState
     states: list[PackedState]
@@ -67,6 +68,7 @@ class Workspace(NamedTuple):
     scratches: list
     rngs: list[tuple[np.ndarray, np.ndarray]]  # per worker: (policy, env) RNG state buffers
     engine_kind: int  # the env kind the engine worker is compiled for (`engine_kinds`)
+    images: list[tuple[TupleImage, TupleImage, TupleImage]]  # per worker: state, pool, scratch
 
 
 def engine_kinds(env_kinds: Collection[int]) -> dict[int, int]:
@@ -83,13 +85,18 @@ def new_workspace(spec: PolicySpec, env: Env, steps: int, n_workers: int,
     (reset per episode by the engine, so one workspace serves every chunk of the pair), run by
     the worker compiled for `engine_kind` (default: env.kind)."""
     max_pool = int(max(env.n_init)) + (steps if env.grows else 0)
+    states = [pack_state(new_state(spec, max_pool)) for _ in range(n_workers)]
+    pools = [new_pool(max_pool) for _ in range(n_workers)]
+    scratches = [new_scratch(env.data, max_pool) for _ in range(n_workers)]
     return Workspace(
         template=pack_state(new_state(spec, max_pool)),
-        states=[pack_state(new_state(spec, max_pool)) for _ in range(n_workers)],
-        pools=[new_pool(max_pool) for _ in range(n_workers)],
-        scratches=[new_scratch(env.data, max_pool) for _ in range(n_workers)],
+        states=states,
+        pools=pools,
+        scratches=scratches,
         rngs=[(np.empty(3, np.int64), np.empty(3, np.int64)) for _ in range(n_workers)],
         engine_kind=env.kind if engine_kind is None else engine_kind,
+        images=[(tuple_image(packed.state), tuple_image(pool), tuple_image(scratch))
+                for packed, pool, scratch in zip(states, pools, scratches, strict=True)],
     )
 
 
@@ -98,8 +105,7 @@ def _worker_args(spec: PolicySpec, env: Env, workspace: Workspace, w: int,
                  ep_erng: np.ndarray, steps: int, out: StepOut, ep_out: EpisodeOut) -> tuple:
     packed = workspace.states[w]
     prng, erng = workspace.rngs[w]
-    state, pool, scratch = (tuple_image(t) for t in (packed.state, workspace.pools[w],
-                                                      workspace.scratches[w]))
+    state, pool, scratch = workspace.images[w]
     data, out_image, ep_image = (tuple_image(t) for t in (env.data, out, ep_out))
     return (w, len(workspace.states), spec.kind, spec.fparams, spec.iparams,
             workspace.template.buf, packed.buf, *state[:2], *pool[:2], *data[:2], env.kind,
