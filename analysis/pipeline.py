@@ -273,8 +273,9 @@ def _trace_analysis(inp: AnalysisInput, rng: np.random.Generator) -> Analysis:
         out.tables["fast_p"] = fast
         if not compile_ms:
             out.notes.append("fast_p against torch.compile needs its time per task "
-                             "(the manifest's compile_ms), which this trace does not record: "
-                             "those columns are empty")
+                             "(the manifest's compile_ms), which this trace does not record "
+                             "(a run with --no-compile-timing: resume it without that flag "
+                             "to time it): those columns are empty")
     out.tables["strategies"] = metrics.strategy_table_trace(steps)
     out.tables["speedup_curves"] = metrics.speedup_curves_trace(steps)
     out.figures["speedup"] = plots.to_png(plots.speedup_figure(out.tables["speedup_curves"]))

@@ -69,6 +69,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 @click.option("--retry-k0", is_flag=True, default=None,
               help="With --resume: evaluate again the k0 of tasks whose k0 failed on its own in "
               "the recorded run (they stay stopped otherwise), e.g. after an evaluator fix.")
+@click.option("--compile-timing/--no-compile-timing", "compile_timing", default=None,
+              help="Time each task's reference under torch.compile once, after its k0 "
+              "(KernelBench: fast_p against torch.compile); off saves seconds to tens of "
+              "seconds a task [on].")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="local: this machine's GPU; ray: one Ray actor per GPU "
@@ -104,7 +108,7 @@ def live(**values: Any) -> None:
         for key in ("tasks", "policy", "steps", "seed", "out", "run_id", "device",
                     "in_flight", "eval_workers", "max_wall_s", "eval_timeout_s",
                     "profile_lag", "gpu_memory_gib", "timing_patience_s", "step_aside",
-                    "shard", "retry_k0"):
+                    "shard", "retry_k0", "compile_timing"):
             if values.get(key) is not None:
                 settings[key] = values[key]
         if values.get("profile_mode") is not None:

@@ -65,6 +65,12 @@ class RunConfig:
             in the recorded run (NOTE D86 keeps such a task stopped otherwise), e.g. after an
             evaluator fix; a k0 that passes now starts its task. A choice of one call, not of
             the run: left out of the manifest's config.
+        compile_timing: time each task's reference under ``torch.compile`` once, after its k0
+            (KernelBench: the baseline of ``fast_p`` against ``torch.compile``, kept in the
+            manifest's ``compile_ms``); False skips it, seconds to tens of seconds a task, and
+            `kernelband analyze` then says that task has no ``compile_ms``. A choice of one
+            call: a resume with it on times the tasks not timed yet. Left out of the
+            manifest's config.
     """
 
     out: str
@@ -85,6 +91,7 @@ class RunConfig:
     step_aside: bool = True
     shard: str | None = None
     retry_k0: bool = False
+    compile_timing: bool = True
 
     def __post_init__(self) -> None:
         if self.shard is not None:
@@ -129,6 +136,7 @@ class RunConfig:
         # every share of a run writes the same config, so the shares' copies merge
         del data["shard"]
         del data["retry_k0"]  # how one call resumes, not what the run is
+        del data["compile_timing"]  # likewise: a later call may time what this one did not
         return data
 
 

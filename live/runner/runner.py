@@ -280,7 +280,7 @@ class LiveRunner:
                                {"k0_failed": 1}, stopped="the task's k0 failed evaluation",
                                notes=self._notes(task))
         episode.add_member(k0, ms=k0.ms, phi=k0.phi, rt6=k0.rt6)
-        if task.hooks.compiled_reference is not None:
+        if task.hooks.compiled_reference is not None and self.config.compile_timing:
             self._time_compiled(task, k0, recorded)
         if recorded is not None:
             for kid in recorded.correct_kernel_ids(task.name):

@@ -39,6 +39,8 @@ def test_compiled_candidate_is_the_reference_under_torch_compile() -> None:
 
 
 def test_live_run_records_compile_ms_and_fast_p_fills_in(tmp_path: Path) -> None:
+    """A first call with --no-compile-timing records none (and analyze says so); the resume,
+    with it on, times the task and fast_p against torch.compile fills in."""
     from analysis.inputs import load_input
     from analysis.pipeline import analyze_input
 
@@ -48,11 +50,20 @@ def test_live_run_records_compile_ms_and_fast_p_fills_in(tmp_path: Path) -> None
     selector.write_text(json.dumps({"problems": ["level1/1_ReLU"],
                                     "k0": {"level1/1_ReLU": "relu_k0.py"}}))
     out = tmp_path / "trace"
-    result = CliRunner().invoke(main, [
-        "live", "--tasks", f"{SPEC}@{selector}", "--device", "cpu", "--profile", "off",
-        "--quiet", "--steps", "1", "--proposer", "mutate", "--policy", "explore",
-        "--eval-timeout", "300", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+
+    def live(steps: int, *extra: str) -> None:
+        result = CliRunner().invoke(main, [
+            "live", "--tasks", f"{SPEC}@{selector}", "--device", "cpu", "--profile", "off",
+            "--quiet", "--steps", str(steps), "--proposer", "mutate", "--policy", "explore",
+            "--eval-timeout", "300", "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+
+    live(1, "--no-compile-timing")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not manifest.get("compile_ms")
+    assert "compile_timing" not in manifest["config"]  # a choice of the call, not of the run
+    assert any("compile_ms" in note for note in analyze_input(load_input(str(out))).notes)
+    live(2, "--resume")
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["compile_ms"]) == {RELU} and manifest["compile_ms"][RELU] > 0
     analysis = analyze_input(load_input(str(out)))

@@ -191,7 +191,7 @@ def test_live_run_with_the_mutate_proposer_needs_no_llm(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, [
         "live", "--tasks", f"{SPEC}@{tmp_path / 'k0.json'}", "--device", "cpu",
         "--profile", "off", "--quiet", "--steps", "2", "--proposer", "mutate",
-        "--policy", "explore", "--out", str(out)])
+        "--policy", "explore", "--no-compile-timing", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert validate_trace(out) == []
     steps = load_trace(out).steps_df()

@@ -37,7 +37,8 @@ def fenced(code: str) -> str:
 def live(out: Path, *extra: str) -> object:
     return CliRunner().invoke(main, [
         "live", "--tasks", SPEC, "--device", "cpu", "--profile", "off", "--quiet",
-        "--steps", "2", "--policy", "explore", "--out", str(out), *extra])
+        "--no-compile-timing", "--steps", "2", "--policy", "explore", "--out", str(out),
+        *extra])
 
 
 def test_mutate_without_k0_files_fails_at_start_with_one_sentence(tmp_path: Path) -> None:
@@ -155,14 +156,16 @@ def test_a_resumed_run_keeps_its_k0_step(recorded, tmp_path: Path) -> None:
     piece = tmp_path / "piece"
     first = CliRunner().invoke(main, [
         "live", "--tasks", SPEC, "--device", "cpu", "--profile", "off", "--quiet",
-        "--steps", "1", "--policy", "explore", "--out", str(piece),
+        "--no-compile-timing", "--steps", "1", "--policy", "explore",
+        "--out", str(piece),
         "--proposer", "cassette", "--cassette", str(cassette)])
     assert first.exit_code == 0, first.output
     _, steps = steps_of(piece)
     assert list(steps["step"]) == [0, 1]
     resumed = CliRunner().invoke(main, [
         "live", "--tasks", SPEC, "--device", "cpu", "--profile", "off", "--quiet",
-        "--steps", "2", "--policy", "explore", "--out", str(piece), "--resume",
+        "--no-compile-timing", "--steps", "2", "--policy", "explore",
+        "--out", str(piece), "--resume",
         "--proposer", "cassette", "--cassette", str(cassette)])
     assert resumed.exit_code == 0, resumed.output
     _, original = steps_of(out)
