@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from live.evaluator.isolated import Call, run_calls
+from tests.live.fixtures.calls import failures
 
 OPERATORS = Path(__file__).parent / "fixtures" / "tritonbench_mini" / "TritonBench_G_mini"
 PLAIN = "live.tasks.tritonbench.script.run_plain_script"
@@ -86,7 +87,7 @@ def test_tail_calls_wait_for_the_queue_run_one_at_a_time_with_their_own_settings
     results = run_calls([tail_call(0), Call("slow", PLAIN, {"operator_path": slow}, 60),
                          Call("quick", PLAIN, {"operator_path": quick}, 60)],
                         device="cpu", workers=3, follow_up=follow_up)
-    assert all(r["status"] == "ok" for r in results.values()), results
+    assert all(r["status"] == "ok" for r in results.values()), failures(results)
     times = {p.name: float(p.read_text().split()[0]) for p in marks.iterdir()}
     workers = {p.name: p.read_text().split()[1] for p in marks.iterdir()}
     # queued first, the tail call still waited for the others to start; one tail at a time
@@ -113,7 +114,7 @@ def test_a_call_past_its_overtime_queues_another_beside_it(tmp_path: Path) -> No
     results = run_calls([Call("slow", PLAIN, {"operator_path": slow}, 60, overtime_s=2.0),
                          Call("quick", PLAIN, {"operator_path": quick}, 60, overtime_s=30.0)],
                         device="cpu", workers=2, overtime=overtime)
-    assert all(r["status"] == "ok" for r in results.values()), results
+    assert all(r["status"] == "ok" for r in results.values()), failures(results)
     times = {p.name: float(p.read_text()) for p in marks.iterdir()}
     # asked once, for the call that ran past its overtime; the extra call ran beside it, in
     # the worker that had finished `quick` (it waited for an overtime instead of leaving)

@@ -12,6 +12,7 @@ import pytest
 from live.evaluator.host_memory import RESERVE_ENV, HostRoom, default_reserve_bytes, total_bytes
 from live.evaluator.isolated import Call, run_calls
 from live.tasks.base import TaskHooks
+from tests.live.fixtures.calls import failures
 
 PLAIN = "live.tasks.tritonbench.script.run_plain_script"
 GIB = 2**30
@@ -41,7 +42,7 @@ def test_calls_start_one_at_a_time_while_the_host_is_short(tmp_path: Path, short
     available = 4 * GIB if short else 64 * GIB
     room = HostRoom(8 * GIB, probe=lambda: available, poll_s=0.05)
     results = run_calls(calls, device="cpu", workers=3, host_room=room)
-    assert all(r["status"] == "ok" for r in results.values()), results
+    assert all(r["status"] == "ok" for r in results.values()), failures(results)
     spans = _spans(marks, names)
     overlapping = any(later[0] < earlier[1]
                       for earlier, later in zip(spans, spans[1:], strict=False))
@@ -158,7 +159,7 @@ def test_a_front_call_starts_before_the_calls_waiting(tmp_path: Path) -> None:
     again = replace(calls[0], key="a-again", front=True)
     results = run_calls(calls, device="cpu", workers=1,
                         follow_up=lambda call, result: again if call.key == "a" else None)
-    assert all(r["status"] == "ok" for r in results.values()), results
+    assert all(r["status"] == "ok" for r in results.values()), failures(results)
     # one worker: "a", then its follow-up (which stamps as "a" again), then "b" and "c"
     order = sorted(["a", "b", "c"], key=lambda n: float((marks / f"{n}_start").read_text()))
     assert order == ["a", "b", "c"] and "a-again" in results
@@ -244,7 +245,7 @@ def test_running_calls_are_ranked_for_the_out_of_memory_killer_by_age(
                                                                   names)}, 120) for n in names]
     room = HostRoom(0) if admission else None
     results = run_calls(calls, device="cpu", workers=3, host_room=room)
-    assert all(r["status"] == "ok" for r in results.values()), results
+    assert all(r["status"] == "ok" for r in results.values()), failures(results)
     adjs = {n: int((marks / f"{n}_adj").read_text()) for n in names}
     if admission:
         assert sorted(adjs.values()) == [0, 500, 1000]
