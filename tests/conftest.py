@@ -76,6 +76,31 @@ LONGEST_FIRST = (
 )
 
 
+#: modules whose tests mostly wait (on sleeps, time limits, the processes they watch): 72 s of
+#: wall time for 18 CPU-seconds, run serially on the 2-core machine (2026-11-27). With more xdist
+#: workers than CPUs, the last worker is theirs alone (`WaitingLane`): the CPU they leave idle
+#: goes to the other workers instead of leaving one core idle while one of them sleeps
+WAITING = (
+    "tests/live/test_gpu_lock.py",
+    "tests/live/test_eval_isolated.py",
+    "tests/live/test_device_gate.py",
+    "tests/live/test_host_memory.py",
+    "tests/live/test_profile_backfill.py",
+    "tests/live/test_hostile_kernels.py",
+    "tests/live/test_faulty_endpoints.py",
+    "tests/live/test_proposers_openai.py",
+    "tests/live/test_profiler_ncu.py",
+)
+
+
+def cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def xdist_group_of(nodeid: str) -> str:
     """The worker group of a test: its module's shared-fixture group, else its module."""
     path = nodeid.split("::", 1)[0]
@@ -117,10 +142,50 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     config.option.loadscopereorder = False  # the workers' collection order: `schedule_order`
 
     class GroupScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling, a scope per `xdist_group_of` group, with a waiting lane
+        when there are more workers than CPUs: the last worker runs only the `WAITING`
+        modules, the others everything else first (then what is left of `WAITING`)."""
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group_of(nodeid)
 
+        def _lane(self) -> object | None:
+            nodes = self.nodes
+            return nodes[-1] if len(nodes) > cpus() else None
+
+        def _next_scope(self, node: object) -> str | None:
+            if node is self._lane():
+                return next((scope for scope in self.workqueue if scope in WAITING), None)
+            return next((scope for scope in self.workqueue if scope not in WAITING),
+                        next(iter(self.workqueue), None))
+
+        def _assign_work_unit(self, node) -> None:  # type: ignore[no-untyped-def]
+            scope = self._next_scope(node)
+            if scope is None:  # nothing for the waiting lane now
+                return
+            work_unit = self.workqueue.pop(scope)
+            self.assigned_work.setdefault(node, {})[scope] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid)
+                                    for nodeid, done in work_unit.items() if not done])
+
+        def _reschedule(self, node) -> None:  # type: ignore[no-untyped-def]
+            if node.shutting_down:
+                return
+            if self._next_scope(node) is None:  # nothing left this worker takes
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work.get(node, {})) > 2:
+                return
+            self._assign_work_unit(node)
+
     return GroupScheduling(config, log)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per CPU and one more for the `WAITING` modules' lane (capped by
+    ``--maxprocesses``)."""
+    return cpus() + 1
 
 
 def _xdist_workers(config: pytest.Config) -> int:
@@ -142,5 +207,5 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # one process more than workers: the four groups take 61, 35, 28 and 18 s alone, and
         # two processes left a core idle for the last ~20 s (83 s in all; three: 72 s, filled
         # alone, 2026-11-27); inside `make test` from a clone 80 s, against 79 s with two
-        warm_cache(processes=workers + 1,
+        warm_cache(processes=min(workers, cpus()) + 1,
                    say=lambda line: print(line, file=sys.stderr, flush=True))
