@@ -7,10 +7,12 @@ start a local Ray instance run on one worker, so two instances never share the m
 xdist the marks do nothing.
 
 Before the workers start, the controller fills numba's cache (`kbsim.replay.warm`: each engine
-worker and step-by-step entry point compiled once, in one process more than there are xdist
-workers), so a worker loads what it needs instead of each compiling it the first time it meets
-it. `KB_TEST_WARM=0` skips it. The workers get the longest groups first (`LONGEST_FIRST`), so
-the run does not end on one long test while the other workers have nothing left.
+worker and step-by-step entry point compiled once, in one process more than there are CPUs),
+so a worker loads what it needs instead of each compiling it the first time it meets it.
+`KB_TEST_WARM=0` skips it. The workers get the longest groups first (`LONGEST_FIRST`), so the
+run does not end on one long test while the other workers have nothing left. ``-n auto``
+starts one worker more than there are CPUs, and that one runs only the modules that mostly
+wait (`WAITING`), beside the others.
 """
 
 from __future__ import annotations
@@ -94,7 +96,10 @@ WAITING = (
 
 
 def cpus() -> int:
-    """The CPUs this process may run on."""
+    """The CPUs this process may run on (``KB_TEST_CPUS``: that many instead, to test the
+    waiting lane on any machine)."""
+    if os.environ.get("KB_TEST_CPUS"):
+        return int(os.environ["KB_TEST_CPUS"])
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

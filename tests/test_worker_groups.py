@@ -12,6 +12,7 @@ from tests.conftest import (
     LONGEST_FIRST,
     SHARED_BY,
     SHARED_FIXTURE_GROUPS,
+    WAITING,
     schedule_order,
     xdist_group_of,
 )
@@ -59,6 +60,25 @@ def test_xdist_runs_a_module_on_one_worker():
     assert len(ran_on) > 10 and len(set(ran_on)) == 1, ran_on
 
 
+def test_the_worker_past_the_cpus_runs_only_the_modules_that_wait():
+    """With more workers than CPUs (two CPUs said, three workers), the last worker runs the
+    `WAITING` modules and nothing else, and the others everything else."""
+    waiting = "tests/live/test_faulty_endpoints.py"
+    assert waiting in WAITING
+    others = ["tests/kbsim/test_rng.py", "tests/kbsim/test_envs_floor.py"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "3", "--dist",
+         "loadgroup", waiting, *others],
+        cwd=ROOT, env={**os.environ, "KB_TEST_WARM": "0", "KB_TEST_CPUS": "2",
+                       "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    ran = re.findall(r"^\[(gw\d+)\].* (?:PASSED|SKIPPED) ([^:]+)::", proc.stdout, re.M)
+    workers_of = {path: {w for w, p in ran if p == path} for path in (waiting, *others)}
+    assert workers_of[waiting] == {"gw2"}, workers_of
+    assert all(workers_of[path] and "gw2" not in workers_of[path] for path in others), workers_of
+
+
 def test_the_longest_groups_go_first_then_the_groups_with_most_tests():
     groups = ["tests/a.py", "tests/b.py", "tests/b.py", "tests/live/test_live_kills.py",
               "local-ray-instance", "tests/c.py", "local-ray-instance"]
@@ -70,3 +90,5 @@ def test_the_longest_groups_go_first_then_the_groups_with_most_tests():
 def test_every_group_named_longest_first_exists():
     for group in LONGEST_FIRST:
         assert group in SHARED_FIXTURE_GROUPS or (ROOT / group).is_file(), group
+    for module in WAITING:  # and each module of the waiting lane, in no shared group
+        assert (ROOT / module).is_file() and xdist_group_of(f"{module}::t") == module, module
