@@ -80,7 +80,7 @@ LONGEST_FIRST = (
 
 #: modules whose tests mostly wait (on sleeps, time limits, the processes they watch): 72 s of
 #: wall time for 18 CPU-seconds, run serially on the 2-core machine (2026-11-27). With more xdist
-#: workers than CPUs, the last worker is theirs alone (`WaitingLane`): the CPU they leave idle
+#: workers than CPUs, the last worker is theirs alone (`GroupScheduling`): the CPU they leave idle
 #: goes to the other workers instead of leaving one core idle while one of them sleeps
 WAITING = (
     "tests/live/test_gpu_lock.py",
@@ -209,8 +209,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
         from kbsim.replay.warm import warm_cache
 
-        # one process more than workers: the four groups take 61, 35, 28 and 18 s alone, and
-        # two processes left a core idle for the last ~20 s (83 s in all; three: 72 s, filled
-        # alone, 2026-11-27); inside `make test` from a clone 80 s, against 79 s with two
+        # one process more than CPUs (the waiting lane's worker compiles nothing): the four
+        # groups take 61, 35, 28 and 18 s alone, and two processes left a core idle for the
+        # last ~20 s (83 s in all; three: 72 s, filled alone, 2026-11-27); inside `make test`
+        # from a clone 80 s, against 79 s with two
         warm_cache(processes=min(workers, cpus()) + 1,
                    say=lambda line: print(line, file=sys.stderr, flush=True))
