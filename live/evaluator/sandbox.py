@@ -210,6 +210,12 @@ class WorkerProcess:
                     return self._death()
                 return Received("message", message)
             if self.proc.poll() is not None:
+                # it may have written its last message and ended (a recycled worker does)
+                # between the wait above and this look: that message is its answer, not a death
+                if select.select([fd], [], [], 0)[0]:
+                    message = read_frame_fd(fd)
+                    if message is not None:
+                        return Received("message", message)
                 return self._death()
             if self.device != "cpu" and self.memory_limit_mb:
                 rss_mb = self._rss_mb()

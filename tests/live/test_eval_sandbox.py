@@ -235,3 +235,38 @@ def test_a_worker_whose_parent_is_gone_removes_its_own_folder() -> None:
         assert not worker.folder.exists()
     finally:
         worker.kill()
+
+
+def test_an_answer_written_just_before_the_worker_ends_is_the_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recycled worker writes its result and exits. If the parent's wait for a message ends
+    just before the result arrives, and the worker has exited by the time the parent looks, the
+    result in the pipe is the answer, not a death ("worker died: exit code 0" under load)."""
+    from types import SimpleNamespace
+
+    from live.evaluator import sandbox
+
+    script = tmp_path / "plain.py"
+    script.write_text("x = 1\n")
+    worker = WorkerProcess(WorkerSettings(device="cpu", memory_limit_mb=4096))
+    try:
+        worker.wait_ready(120)
+        assert worker.send({"op": "call", "function": "live.tasks.tritonbench.script."
+                            "run_plain_script", "kwargs": {"operator_path": str(script)}})
+        assert worker.proc.wait(timeout=60) == 0  # answered, then ended (a plain script recycles)
+        real = sandbox.select.select
+        waits: list[float] = []
+
+        def select(rlist, wlist, xlist, timeout):  # type: ignore[no-untyped-def]
+            waits.append(timeout)
+            return ([], [], []) if len(waits) == 1 else real(rlist, wlist, xlist, timeout)
+
+        # the first wait ends empty-handed, as if just before the answer came
+        monkeypatch.setattr(sandbox, "select", SimpleNamespace(select=select))
+        got = worker.receive(10)
+        assert got.kind == "message", got.detail
+        tag, payload = got.message
+        assert tag == "result" and payload["status"] == "ok" and payload["recycle"], payload
+        assert len(waits) == 2 and waits[1] == 0  # the look after the exit, not another wait
+    finally:
+        worker.kill()
