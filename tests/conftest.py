@@ -80,7 +80,7 @@ LONGEST_FIRST = (
 
 #: modules whose tests mostly wait (on sleeps, time limits, the processes they watch): 72 s of
 #: wall time for 18 CPU-seconds, run serially on the 2-core machine (2026-11-27). With more xdist
-#: workers than CPUs, the last worker is theirs alone (`GroupScheduling`): the CPU they leave idle
+#: workers than CPUs, the last-numbered is theirs alone (`GroupScheduling`): the CPU they leave idle
 #: goes to the other workers instead of leaving one core idle while one of them sleeps
 WAITING = (
     "tests/live/test_gpu_lock.py",
@@ -148,15 +148,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class GroupScheduling(LoadScopeScheduling):
         """xdist's scope scheduling, a scope per `xdist_group_of` group, with a waiting lane
-        when there are more workers than CPUs: the last worker runs only the `WAITING`
+        when there are more workers than CPUs: the last-numbered worker runs only the `WAITING`
         modules, the others everything else first (then what is left of `WAITING`)."""
 
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group_of(nodeid)
 
         def _lane(self) -> object | None:
+            """The worker numbered last (gw2 of three), whatever order they started in."""
             nodes = self.nodes
-            return nodes[-1] if len(nodes) > cpus() else None
+            if len(nodes) <= cpus():
+                return None
+            return max(nodes, key=lambda node: int(node.workerinput["workerid"][2:]))
 
         def _next_scope(self, node: object) -> str | None:
             if node is self._lane():
