@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import (
     LONGEST_FIRST,
     SHARED_BY,
@@ -47,36 +49,41 @@ def test_every_module_using_the_mini_load_is_in_its_group():
     assert users and users <= set(SHARED_FIXTURE_GROUPS["tritonbench-mini-load"])
 
 
-def test_xdist_runs_a_module_on_one_worker():
-    """`make test`'s ``-n N --dist loadgroup`` (tests/conftest.py's scheduler): every test of
-    a module on the same worker, not spread test by test."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
-         "loadgroup", "tests/kbsim/test_rng.py"],
-        cwd=ROOT, env={**os.environ, "KB_TEST_WARM": "0", "PYTHONPATH": str(ROOT)},
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    ran_on = re.findall(r"^\[(gw\d+)\].* PASSED tests/kbsim/test_rng\.py::", proc.stdout, re.M)
-    assert len(ran_on) > 10 and len(set(ran_on)) == 1, ran_on
+#: the cheapest `WAITING` module (~1 s of tests), and two ordinary ones with many tests each
+WAITING_MODULE = "tests/live/test_profiler_ncu.py"
+OTHER_MODULES = ("tests/kbsim/test_rng.py", "tests/kbsim/test_trace_merge.py")
 
 
-def test_the_worker_past_the_cpus_runs_only_the_modules_that_wait():
-    """With more workers than CPUs (two CPUs said, three workers), the last worker runs the
-    `WAITING` modules and nothing else, and the others everything else."""
-    waiting = "tests/live/test_profiler_ncu.py"  # the cheapest of them (~1 s of tests)
-    assert waiting in WAITING
-    others = ["tests/kbsim/test_rng.py", "tests/kbsim/test_trace_merge.py"]
+@pytest.fixture(scope="module")
+def nested_run() -> dict[str, list[str]]:
+    """`make test`'s ``-n N --dist loadgroup`` (tests/conftest.py's scheduler) on two CPUs said
+    and three workers, over `WAITING_MODULE` and `OTHER_MODULES`: module -> the worker of each
+    of its tests, in order."""
+    assert WAITING_MODULE in WAITING
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "3", "--dist",
-         "loadgroup", waiting, *others],
+         "loadgroup", WAITING_MODULE, *OTHER_MODULES],
         cwd=ROOT, env={**os.environ, "KB_TEST_WARM": "0", "KB_TEST_CPUS": "2",
                        "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:]
     ran = re.findall(r"^\[(gw\d+)\].* (?:PASSED|SKIPPED) ([^:]+)::", proc.stdout, re.M)
-    workers_of = {path: {w for w, p in ran if p == path} for path in (waiting, *others)}
-    assert workers_of[waiting] == {"gw2"}, workers_of
-    assert all(workers_of[path] and "gw2" not in workers_of[path] for path in others), workers_of
+    return {path: [w for w, p in ran if p == path] for path in (WAITING_MODULE, *OTHER_MODULES)}
+
+
+def test_xdist_runs_a_module_on_one_worker(nested_run: dict[str, list[str]]) -> None:
+    """Every test of a module on the same worker, not spread test by test."""
+    for path in OTHER_MODULES:
+        assert len(nested_run[path]) > 5 and len(set(nested_run[path])) == 1, nested_run
+
+
+def test_the_worker_past_the_cpus_runs_only_the_modules_that_wait(
+        nested_run: dict[str, list[str]]) -> None:
+    """With more workers than CPUs (two CPUs said, three workers), the last worker runs the
+    `WAITING` modules and nothing else, and the others everything else."""
+    assert set(nested_run[WAITING_MODULE]) == {"gw2"}, nested_run
+    assert all(nested_run[path] and "gw2" not in nested_run[path] for path in OTHER_MODULES), \
+        nested_run
 
 
 def test_the_longest_groups_go_first_then_the_groups_with_most_tests():
