@@ -11,6 +11,8 @@ parent starts a fresh one.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import shutil
 import sys
@@ -72,6 +74,60 @@ def _print_options_resetter() -> Callable[[], None]:
     return reset
 
 
+#: inductor's C++ code cache module, which names its precompiled-header folder when imported
+INDUCTOR_CODECACHE = "torch._inductor.codecache"
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `then(module)` right after module `name` is first imported, then steps aside."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)  # the finders that would have found it
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run_module(module)
+            self.then(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def share_inductor_headers() -> None:
+    """Inductor's precompiled C++ headers in its compile cache (``TORCHINDUCTOR_CACHE_DIR``,
+    which `sandbox.WorkerProcess` sets to the machine's shared one unless the user did), not in
+    this worker's own temporary folder.
+
+    Inductor keeps them, "persistent past program runtime", under the temp folder as it is
+    when its code cache module is imported (``_HEADER_DIR``); in a worker that is its TMPDIR,
+    removed with it, so every worker that compiled C++ (``torch.compile`` on the CPU: a
+    KernelBench reference's timing under torch.compile, a candidate's own torch.compile)
+    built them again: ~5 CPU-seconds of g++ each. The folder is set as soon as that module is
+    imported (a one-time import hook: nothing is imported ahead of need); where torch names
+    it otherwise, nothing changes."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not cache:
+        return
+
+    def share(module: Any) -> None:
+        if isinstance(getattr(module, "_HEADER_DIR", None), str):
+            module._HEADER_DIR = os.path.join(cache, "precompiled_headers")
+            module._HEADER_LOCK_DIR = os.path.join(module._HEADER_DIR, "locks")
+
+    if INDUCTOR_CODECACHE in sys.modules:
+        share(sys.modules[INDUCTOR_CODECACHE])
+    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(INDUCTOR_CODECACHE, share))
+
+
 def _remove_own_folder() -> None:
     """Remove the folder `sandbox.WorkerProcess` made for this worker (its ``TMPDIR``, named
     ``kb-worker-*``; nothing when the worker was started any other way)."""
@@ -93,6 +149,7 @@ def main() -> None:
         raise SystemExit(f"expected WorkerSettings first, got {type(settings).__name__}")
     set_worker_settings(settings)
     device = settings.device
+    share_inductor_headers()
     import torch
     import triton  # noqa: F401 - warm import, the reason workers exist
 

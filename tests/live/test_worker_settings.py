@@ -55,3 +55,26 @@ def test_settings_are_checked_and_absent_outside_a_worker() -> None:
         WorkerSettings(device="tpu")
     with pytest.raises(ValueError, match="gpu_workers"):
         WorkerSettings(gpu_workers=0)
+
+
+def test_inductor_s_precompiled_headers_go_to_its_cache_not_the_worker_s_folder(
+        tmp_path: Path) -> None:
+    """A worker's TMPDIR is its own folder, removed with it; inductor names its precompiled
+    headers' folder from the temp folder when its code cache is imported, so each worker
+    that compiled C++ built them again. `share_inductor_headers` puts them in the cache."""
+    import subprocess
+    import sys
+
+    own, cache = tmp_path / "kb-worker-x", tmp_path / "inductor"
+    own.mkdir()
+    code = ("from live.evaluator.worker import share_inductor_headers\n"
+            "share_inductor_headers()\n"
+            "import torch._inductor.codecache as c\n"
+            "print(c._HEADER_DIR); print(c._HEADER_LOCK_DIR)\n")
+    env = {**os.environ, "TMPDIR": str(own), "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    headers, locks = proc.stdout.split()
+    assert headers == str(cache / "precompiled_headers")
+    assert locks == str(cache / "precompiled_headers" / "locks")
