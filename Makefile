@@ -16,6 +16,7 @@ DEMO_OUT ?= demo-out
 # interpreter start, ~85 s more over `make test` on 2 cores (it starts hundreds); ~3 s here
 $(BIN)/kernelband: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	rm -rf $(VENV)/torch-wheel
 	if $(BIN)/pip install -q uv && $(BIN)/pip download -q --no-deps -d $(VENV)/torch-wheel torch==2.13.0; then \
 	  $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python \
 	    $(VENV)/torch-wheel/torch-*.whl -e ".[live,ray,dev]"; \
