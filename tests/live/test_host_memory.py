@@ -316,7 +316,8 @@ def test_an_evaluation_whose_worker_the_system_kills_runs_again(admission: bool)
 
 
 @pytest.mark.parametrize("admission", [True, False])
-def test_a_worker_the_system_kills_while_it_starts_is_replaced(admission: bool) -> None:
+def test_a_worker_the_system_kills_while_it_starts_is_replaced(
+        admission: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """D94: the youngest process is the killer's first pick, so a worker can die while it
     imports torch. With admission (a GPU host) the evaluation starts another worker and goes
     on; without, the failure to start is raised as before."""
@@ -324,8 +325,21 @@ def test_a_worker_the_system_kills_while_it_starts_is_replaced(admission: bool) 
     import signal
 
     from live.evaluator import Evaluator, EvaluatorConfig
+    from live.evaluator.sandbox import WorkerProcess
     from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
+    # the first worker's settings are held back, so it is still starting when it is killed: a
+    # worker forked from the fork server (torch imported already) is otherwise ready within
+    # milliseconds, and the kill below could come after its "ready"
+    send, held = WorkerProcess.send, []
+
+    def hold_first_settings(worker: WorkerProcess, message: object) -> bool:
+        if not held:
+            held.append(message)
+            return True
+        return send(worker, message)
+
+    monkeypatch.setattr(WorkerProcess, "send", hold_first_settings)
     good = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
     room = HostRoom(0) if admission else False
     with Evaluator(EvaluatorConfig(SPEC, device="cpu", workers=1, timeout_s=30,
