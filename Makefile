@@ -12,17 +12,26 @@ DEMO_OUT ?= demo-out
 # Ray's wheels above all; a fresh venv on 2 cores, cold uv cache: 32 s against 43 s with pip
 # installing torch). pip does it all where uv cannot be installed. The venv's own pip is not
 # upgraded: it does both. The download folder is emptied first (an interrupted install's wheel).
-# --compile-bytecode: uv writes no .pyc by default (pip does), so where PYTHONDONTWRITEBYTECODE
-# is set every process would parse numba, triton, numpy... from source again: ~0.7 s more per
-# interpreter start, ~85 s more over `make test` on 2 cores (it starts hundreds); ~3 s here
+# Bytecode: uv writes no .pyc (pip does), and where PYTHONDONTWRITEBYTECODE is set no process
+# does, so each would parse numba, torch, numpy... from source again (~0.7 s more per interpreter
+# start, ~85 s more over `make test` on 2 cores). Rather than uv's --compile-bytecode, which
+# compiles all ~16,000 modules of the venv (35 CPU-s, 18 s on 2 cores), one interpreter imports
+# what kernelband's commands and evaluator workers load (WARM_IMPORTS), writing the bytecode of
+# those ~2,300 modules (12 CPU-s)
+WARM_IMPORTS := torch triton ray kernelband.cli.demo kernelband.cli.live kernelband.cli.replay \
+	kernelband.cli.analyze kernelband.cli.traces kernelband.cli.tasks analysis.demo \
+	analysis.report kbsim.replay.sweep live.runner.runner live.evaluator.forkserver \
+	live.evaluator.worker live.evaluator.run_candidate
 $(BIN)/kernelband: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	rm -rf $(VENV)/torch-wheel
 	if $(BIN)/pip install -q uv && $(BIN)/pip download -q --no-deps -d $(VENV)/torch-wheel torch==2.13.0; then \
-	  $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python \
+	  $(BIN)/uv pip install -q --python $(BIN)/python \
 	    $(VENV)/torch-wheel/torch-*.whl -e ".[live,ray,dev]"; \
 	else $(BIN)/pip install -q torch==2.13.0 && $(BIN)/pip install -q -e ".[live,ray,dev]"; fi
 	rm -rf $(VENV)/torch-wheel
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -c "import importlib, sys; \
+	  [importlib.import_module(name) for name in sys.argv[1:]]" $(WARM_IMPORTS)
 	touch $(BIN)/kernelband
 
 ## demo: install, then replay the shipped default data and write the report to demo-out/
@@ -38,13 +47,15 @@ TEST_WORKERS ?= auto
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup)
 
 ## test: install, then run the whole test suite on CPU (Triton kernels under TRITON_INTERPRET=1)
+# PYTHONDONTWRITEBYTECODE emptied: the first process that imports a module WARM_IMPORTS left out
+# (the project's tests, Ray's workers, inductor...) writes its bytecode for the hundreds after it
 test: $(BIN)/kernelband
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST); rc=$$?; \
+	PYTHONDONTWRITEBYTECODE= TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 ## test-fast: the suite without the tests marked slow (the engine-backed acceptance runs, kill loops)
 test-fast: $(BIN)/kernelband
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
+	PYTHONDONTWRITEBYTECODE= TRITON_INTERPRET=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
 
 lint: $(BIN)/kernelband
 	$(BIN)/ruff check .
