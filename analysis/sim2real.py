@@ -85,6 +85,18 @@ class Sim2Real:
     #: env -> the signature timing its replay used (`kbsim.envs.data.Env.reveal`)
     signature_timing: dict[str, str] = field(default_factory=dict)
 
+    def png(self) -> bytes:
+        """The curves' figure as PNG bytes, rendered once (`write_sim2real` and
+        `sim2real_analysis` both show it: the demo calls both)."""
+        if self._png is None:
+            from analysis.plots import to_png
+            from analysis.plots_sim2real import sim2real_figure
+
+            self._png = to_png(sim2real_figure(self.curves))
+        return self._png
+
+    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
+
 
 def policy_spec_of(manifest: dict[str, Any], steps: pd.DataFrame) -> str:
     """The policy spec a policy trace was recorded with (manifest first, then its rows)."""
@@ -403,9 +415,6 @@ def sim2real_markdown(result: Sim2Real) -> str:
 
 def write_sim2real(result: Sim2Real, out_dir: str | Path) -> list[Path]:
     """Write sim2real.csv, sim2real_curves.csv, sim2real.json, sim2real.md, sim2real.png."""
-    from analysis.plots import to_png
-    from analysis.plots_sim2real import sim2real_figure
-
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     paths = {name: root / f"sim2real{name}" for name in
@@ -420,7 +429,7 @@ def write_sim2real(result: Sim2Real, out_dir: str | Path) -> list[Path]:
         "table": json.loads(result.table.to_json(orient="records")),
     }, indent=2), encoding="utf-8")
     paths[".md"].write_text(sim2real_markdown(result), encoding="utf-8")
-    paths[".png"].write_bytes(to_png(sim2real_figure(result.curves)))
+    paths[".png"].write_bytes(result.png())
     return list(paths.values())
 
 
@@ -428,13 +437,11 @@ def sim2real_analysis(result: Sim2Real) -> Any:
     """The check as an ``analysis.pipeline.Analysis`` (tables sim2real and sim2real_curves, figure
     sim2real), to merge into a report."""
     from analysis.pipeline import Analysis
-    from analysis.plots import to_png
-    from analysis.plots_sim2real import sim2real_figure
 
     out = Analysis(kind="sim2real", source=result.policy_trace)
     out.tables["sim2real"] = result.table
     out.tables["sim2real_curves"] = result.curves
-    out.figures["sim2real"] = to_png(sim2real_figure(result.curves))
+    out.figures["sim2real"] = result.png()
     out.context = {"policy replayed": result.policy, "exploration trace": result.explore,
                    "policy trace": result.policy_trace, "seeds": result.seeds,
                    "steps": result.steps, "environments": result.envs,
