@@ -15,7 +15,7 @@ DEMO_OUT ?= demo-out
 # Bytecode: uv writes no .pyc (pip does), and where PYTHONDONTWRITEBYTECODE is set no process
 # does, so each would parse numba, torch, numpy... from source again (~0.7 s more per interpreter
 # start, ~85 s more over `make test` on 2 cores). Rather than uv's --compile-bytecode, which
-# compiles all ~16,000 modules of the venv (35 CPU-s, 18 s on 2 cores), one interpreter imports
+# compiles all ~16,000 modules of the venv (35 CPU-s, 14-18 s on 2 cores), one interpreter imports
 # what kernelband's commands and evaluator workers load (WARM_IMPORTS), writing the bytecode of
 # those ~2,300 modules (12 CPU-s)
 WARM_IMPORTS := torch triton ray kernelband.cli.demo kernelband.cli.live kernelband.cli.replay \
