@@ -85,6 +85,8 @@ class Sim2Real:
     #: env -> the signature timing its replay used (`kbsim.envs.data.Env.reveal`)
     signature_timing: dict[str, str] = field(default_factory=dict)
 
+    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
+
     def png(self) -> bytes:
         """The curves' figure as PNG bytes, rendered once (`write_sim2real` and
         `sim2real_analysis` both show it: the demo calls both)."""
@@ -94,8 +96,6 @@ class Sim2Real:
 
             self._png = to_png(sim2real_figure(self.curves))
         return self._png
-
-    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
 
 def policy_spec_of(manifest: dict[str, Any], steps: pd.DataFrame) -> str:
