@@ -17,7 +17,7 @@ DEMO_OUT ?= demo-out
 # start, ~85 s more over `make test` on 2 cores). Rather than uv's --compile-bytecode, which
 # compiles all ~16,000 modules of the venv (35 CPU-s, 14-18 s on 2 cores), one interpreter imports
 # what kernelband's commands and evaluator workers load (WARM_IMPORTS), writing the bytecode of
-# those ~2,300 modules (12 CPU-s)
+# those ~2,600 modules (10 CPU-s)
 WARM_IMPORTS := torch triton ray kernelband.cli.demo kernelband.cli.live kernelband.cli.replay \
 	kernelband.cli.analyze kernelband.cli.traces kernelband.cli.tasks analysis.demo \
 	analysis.report kbsim.replay.sweep live.runner.runner live.evaluator.forkserver \
