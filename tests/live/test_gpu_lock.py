@@ -591,7 +591,11 @@ def test_a_long_check_steps_aside_for_a_timing_mid_shape() -> None:
                    memory_plan=False) as ev:
         with ThreadPoolExecutor(2) as pool:
             long_check = pool.submit(lambda: ev.evaluate("vadd", slow, seed=0))
-            assert _until(lambda: "+s" in lock.events, timeout_s=60.0)  # inside its long shape
+            # inside its long shape: the shared side's third turn (the first check's, the one
+            # before the shapes, then the spinning shape's), held to the spin's end. Any earlier
+            # and the timing could fall between two turns, where there is nothing to step
+            # aside from
+            assert _until(lambda: lock.events.count("+s") >= 3, timeout_s=60.0)
             began = time.perf_counter()
             quick = pool.submit(lambda: ev.evaluate("vadd", good, seed=1)).result()
             quick_s = time.perf_counter() - began
