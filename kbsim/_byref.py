@@ -22,9 +22,9 @@ must not keep them past the call. The tuple's fields cannot be reassigned throug
 counting is involved: a `TupleRef` works in functions compiled with or without numba's runtime
 (``_nrt=False``).
 
-Not for the step-by-step entry points (`kbsim.policies.kernels.select`, ...), whose callers pass
-tuples: building a reference there means storing the whole tuple on every call (~450 words for
-the state and the pool), which cost more than the call itself.
+Code that holds the tuples by value (the step-by-step entry points, `kbsim.policies.kernels`)
+makes a reference with `ref_of_value` at each call of a function compiled for references: a
+copy of the whole tuple (~470 words for the state and the pool), made only when that call is.
 """
 
 from __future__ import annotations
@@ -98,6 +98,54 @@ def ref_of_image(typingctx: Any, image: Any, tuple_type: Any) -> Any:
         return builder.bitcast(data, pointee.as_pointer())
 
     return TupleRef(target)(image, tuple_type), codegen
+
+
+@intrinsic
+def ref_of_value(typingctx: Any, tup: Any) -> Any:
+    """A `TupleRef` to a copy of the named tuple value ``tup`` in the calling function's stack
+    frame; a `TupleRef` is returned as it is. One slot per tuple type and function: the
+    reference is valid until the next ``ref_of_value`` of a tuple of the same type in the same
+    function (after numba's inlining), so pass it straight to the callee, never keep it. For
+    code that may hold tuples by value and calls a function compiled for references: written
+    ``leaf(ref_of_value(state), ...)`` at the call, the copy is made only when that call is
+    (`kbsim.policies.kernels`' step-by-step entry points; in the replay engine, which holds
+    references, it is no code at all)."""
+    if isinstance(tup, TupleRef):
+        return tup(tup), lambda context, builder, sig, args: args[0]
+    if not isinstance(tup, types.BaseNamedTuple):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        # not cgutils.alloca_once: it also zero-fills the slot in the entry block, and LLVM's
+        # dead-store elimination gives up on the hundreds of stores below (a ~2.6 KB memset
+        # stayed on every call). Field by field: LLVM lowers one store of the whole aggregate
+        # (hundreds of words) into far slower code than a store per field.
+        slots = builder.function.__dict__.setdefault("_kbsim_ref_slots", {})
+        ptr = slots.get(tup)
+        if ptr is None:
+            with builder.goto_entry_block():
+                ptr = slots[tup] = builder.alloca(args[0].type)
+        for i in range(len(tup)):
+            builder.store(builder.extract_value(args[0], i),
+                          cgutils.gep_inbounds(builder, ptr, 0, i))
+        return ptr
+
+    return TupleRef(tup)(tup), codegen
+
+
+@intrinsic
+def inline_into_callers(typingctx: Any) -> Any:
+    """Mark the function calling this LLVM ``alwaysinline``: LLVM inlines it into every
+    compiled function that calls it (not into numba's Python and C wrappers, whose calls are
+    ``noinline``). Unlike numba's ``forceinline`` option, which a function compiled while the
+    marked one is being compiled inherits unless it sets it, this marks only the calling
+    function."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        builder.function.attributes.add("alwaysinline")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
 
 
 #: numba's array value, field by field (numba.core.datamodel.models.ArrayModel)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._byref import ref_of_value
 from kbsim._jit import inner_njit
 from kbsim.policies._na import is_na, n_applicable, nth_applicable
 from kbsim.policies.spec import F_C, KIND_BON, KIND_GREEDY, KIND_UCB_FLAT
@@ -33,11 +34,12 @@ def select_flat(kind, fparams, state, pool, rng):
     n = pool.n[0]
     S = state.target.shape[0]
     if state.na_n[0] > 0:
-        return select_flat_na(kind, fparams, state, pool, rng)
+        # compiled on its own: given references (`kbsim.policies.kernels`)
+        return select_flat_na(kind, fparams, ref_of_value(state), ref_of_value(pool), rng)
     if kind == KIND_BON:
         return -1, rand_int(rng, S), 0, 1.0 / S
     if kind == KIND_GREEDY:
-        parent = fastest(pool)
+        parent = fastest(ref_of_value(pool))
         return -1, rand_int(rng, S), parent, 1.0 / S
     if kind == KIND_UCB_FLAT:
         log_t = math.log(max(state.t[0], 1))

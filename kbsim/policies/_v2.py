@@ -9,6 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
+from kbsim._byref import ref_of_value
 from kbsim._jit import inner_njit
 from kbsim.policies._branchless import select_unpredictable
 from kbsim.policies._kmeans import (
@@ -384,7 +385,7 @@ def choose_parent_v2(fparams, state, pool, c, s, rng):
         return state.members[c, 0], 1.0
     dim = state.target[s]
     if state.pc_n[c, dim] != m:
-        update_parent_cache_v2(fparams, state, pool, c, dim)
+        update_parent_cache_v2(fparams, ref_of_value(state), ref_of_value(pool), c, dim)
     if state.pc_sig[c, dim] == 0:
         return state.pc_fast[c, dim], 1.0
     total = state.pc_tot[c, dim]
@@ -403,12 +404,13 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
     """prepare, arm by the kind's rule over open arms, parent by the spec's rule (default:
     the headroom softmax, cached); propensity of the
     (parent, strategy) pair = P(arm) * P(parent | arm) (NaN for Thompson)."""
+    # functions compiled on their own get references (`kbsim.policies.kernels`)
     if prepare_due_v2(iparams, state, pool):
-        prepare_v2(fparams, iparams, state, pool, rng)
+        prepare_v2(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
     if kind == KIND_EPS_GREEDY:
-        c, s, p_arm = _eps_arm(fparams, state, rng)
+        c, s, p_arm = _eps_arm(fparams, ref_of_value(state), rng)
     elif kind == KIND_THOMPSON:
-        c, s, p_arm = _thompson_arm(state, rng)
+        c, s, p_arm = _thompson_arm(ref_of_value(state), rng)
     else:
         c, s, p_arm = _ucb_arm(fparams, state)
     # the default rule's cached path, unless an ablation's rule or a frontier is set or some
@@ -417,9 +419,10 @@ def select_v2(kind, fparams, iparams, state, pool, rng):
     if state.na_n[0] > 0:  # not-applicable pairs known: no arm left, or skip such parents
         if c < 0:
             return -1, -1, -1, np.nan
-        uncached = uncached or _some_member_na(state, c, s)
+        uncached = uncached or _some_member_na(ref_of_value(state), c, s)
     if uncached:
-        parent, p_parent = choose_parent_any_v2(fparams, iparams, state, pool, c, s, rng)
+        parent, p_parent = choose_parent_any_v2(fparams, iparams, ref_of_value(state),
+                                                ref_of_value(pool), c, s, rng)
     else:
         parent, p_parent = choose_parent_v2(fparams, state, pool, c, s, rng)
     return c, s, parent, p_arm * p_parent

@@ -23,8 +23,11 @@ returns parent -1 (and cluster, strategy -1, propensity NaN): the task stops.
 Speed notes. Every kernel is compiled with ``_nrt=False`` (NOTE (D35): a private numba option,
 checked with numba 0.68; no reference counting, no allocation except in `representatives`):
 numba would otherwise incref/decref each of the ~50 arrays of the state and pool on every call,
-which costs microseconds. `select` / `update` are ordinary calls, safe from any compiled or
-Python caller (each call passes the state's arrays by value, ~0.1 us). `select_inline` /
+which costs microseconds. `select` / `update` are safe from any compiled or Python caller; LLVM
+inlines them into compiled callers (`kbsim._byref.inline_into_callers`): a call not inlined
+passes the tuples' ~480 words on the stack, copied word by word, which some layouts of the
+caller's frame make 5-10x slower (4K aliasing: the copy's loads wait for its own stores 4 KiB
+away), ~0.2-1.5 us a call. `select_inline` /
 `update_inline` are the same code inlined by numba into the caller; use them in a hot loop
 compiled with ``@njit(_nrt=False)`` (inlined into a caller *with* NRT they bring the reference
 counting back, ~100x slower). NOTE (D34): the parent-softmax weights are cached per (cluster,
@@ -38,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from kbsim._byref import inline_into_callers, ref_of_value
 from kbsim.policies._flat import select_flat, update_flat
 from kbsim.policies._na import mark_na_inline
 from kbsim.policies._v1 import prepare_v1, select_v1, update_v1, v1_reward
@@ -79,6 +83,14 @@ def family_of(kind) -> int:
 # engine, compiled per family: `kbsim.replay.engine`), numba's dead-branch pruning drops the
 # other families' branches after inlining, so their code is never typed or compiled (issue #16).
 # The `*_inline` / plain entry points compute the family from the kind at run time.
+#
+# The functions compiled on their own (not inlined) that this code calls with the state or the
+# pool get them through `ref_of_value` at the call: the replay engine holds references (no
+# code), the step-by-step entry points hold the tuples by value (a copy in the stack frame,
+# made only when such a call is made: none on the v2 family's usual path). Either way those
+# functions are compiled once, for references, and the entry points' own code (inlined into
+# their compiled callers by LLVM: `inline_into_callers`) reads the fields of the tuples it was
+# given directly.
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -88,9 +100,9 @@ def prepare_in_family(family, kind, fparams, iparams, state, pool, rng) -> None:
         return
     if family == FAMILY_V2:
         if prepare_due_v2(iparams, state, pool):
-            prepare_v2(fparams, iparams, state, pool, rng)
+            prepare_v2(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
     elif family == FAMILY_V1:
-        prepare_v1(fparams, iparams, state, pool, rng)
+        prepare_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -101,7 +113,7 @@ def select_in_family(family, kind, fparams, iparams, state, pool, rng):
     if family == FAMILY_V2:
         return select_v2(kind, fparams, iparams, state, pool, rng)
     if family == FAMILY_V1:
-        return select_v1(fparams, iparams, state, pool, rng)
+        return select_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
     return select_flat(kind, fparams, state, pool, rng)
 
 
@@ -112,8 +124,8 @@ def update_in_family(family, kind, fparams, iparams, state, pool, cluster, strat
     parent_ms = pool.ms[parent]
     if family == FAMILY_V1:
         reward = v1_reward(parent_ms, child_ms, success)
-        update_v1(fparams, iparams, state, pool, cluster, strategy, parent, child_ms, success,
-                  reward)
+        update_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), cluster, strategy,
+                  parent, child_ms, success, reward)
     else:
         reward = v2_reward(parent_ms, child_ms, success)
         if family == FAMILY_V2:
@@ -128,7 +140,7 @@ def update_in_family(family, kind, fparams, iparams, state, pool, cluster, strat
 def representatives_in_family(family, state, pool, out) -> int:
     """`representatives_into` for a policy of `family`, inlined."""
     if family == FAMILY_V2:
-        return representatives_into_v2(state, pool, out)
+        return representatives_into_v2(ref_of_value(state), ref_of_value(pool), out)
     return 0  # v1 reads the 9-dim profile given with each kernel at pool_add; others: none
 
 
@@ -143,6 +155,7 @@ def prepare(kind, fparams, iparams, state, pool, rng) -> None:
     """Bring the clustering up to date (re-cluster when due, assign new members, refresh the
     mask). `select` calls it first; the live runner may call it earlier so that
     `representatives` can be profiled before the arm is chosen. Idempotent within a step."""
+    inline_into_callers()
     prepare_inline(kind, fparams, iparams, state, pool, rng)
 
 
@@ -165,6 +178,7 @@ def update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent
 def select(kind, fparams, iparams, state, pool, rng):
     """-> (cluster, strategy, parent pool index, propensity); (-1, -1, -1, NaN) on an empty
     pool. May re-cluster / assign new members / refresh the mask first (`prepare`)."""
+    inline_into_callers()
     return select_inline(kind, fparams, iparams, state, pool, rng)
 
 
@@ -175,6 +189,7 @@ def update(kind, fparams, iparams, state, pool, cluster, strategy, parent, child
 
     v2 family and baselines: r = max(0, (T_p - T_c) / T_p), failure 0. v1: r = 1 - T_c / T_p,
     failure -1. Call before adding a correct child to the pool."""
+    inline_into_callers()
     return update_inline(kind, fparams, iparams, state, pool, cluster, strategy, parent,
                          child_ms, success)
 
@@ -190,6 +205,7 @@ def mark_na(state, parent, strategy) -> None:
 def representatives_into(kind, state, pool, out) -> int:
     """`representatives` without allocating: writes the pool indices into out[:count] (out
     needs room for K entries) and returns count."""
+    inline_into_callers()
     return representatives_in_family(family_of(kind), state, pool, out)
 
 
@@ -197,7 +213,7 @@ def representatives_into(kind, state, pool, out) -> int:
 def show_signature_in_family(family, state, pool, idx, hw) -> bool:
     """`show_signature` for a policy of `family`, inlined."""
     if family == FAMILY_V2:
-        return show_signature_v2(state, pool, idx, hw)
+        return show_signature_v2(ref_of_value(state), ref_of_value(pool), idx, hw)
     changed = False  # the other families read no hw: just keep it
     for d in range(3):
         if not (pool.hw[idx, d] == hw[d] or (pool.hw[idx, d] != pool.hw[idx, d]
@@ -214,6 +230,7 @@ def show_signature(kind, state, pool, idx, hw) -> bool:
     seen before (a representative's roofline signature replaced by Nsight Compute's, issue
     15): a v2-family policy then recomputes its mask and the member's cluster's parent
     weights (NOTE D34). A first signature behaves exactly like writing pool.hw[idx]."""
+    inline_into_callers()
     return show_signature_in_family(family_of(kind), state, pool, idx, hw)
 
 
