@@ -6,9 +6,10 @@ share a session fixture costing seconds (one uncached load of the TritonBench-G 
 start a local Ray instance run on one worker, so two instances never share the machine. Without
 xdist the marks do nothing.
 
-Before the workers start, the controller fills numba's cache (`kbsim.replay.warm`: each engine
-worker and step-by-step entry point compiled once, in one process more than there are CPUs),
-so a worker loads what it needs instead of each compiling it the first time it meets it.
+While the workers start and collect, the controller fills numba's cache (`kbsim.replay.warm`:
+each engine worker and step-by-step entry point compiled once, its groups in processes of their
+own), and no test is scheduled before it ends, so a worker loads what it needs instead of each
+compiling it the first time it meets it.
 `KB_TEST_WARM=0` skips it. The workers get the longest groups first (`LONGEST_FIRST`), so the
 run does not end on one long test while the other workers have nothing left. ``-n auto``
 starts one worker more than there are CPUs, and that one runs only the modules that mostly
@@ -20,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -205,16 +207,32 @@ def _xdist_workers(config: pytest.Config) -> int:
     return min(int(workers), int(limit)) if limit else int(workers)
 
 
+#: the controller's fill of numba's cache, running while the workers start and collect
+_FILL: Future | None = None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     # tryfirst: before xdist starts its workers (its own hook runs last)
+    global _FILL
     workers = _xdist_workers(session.config)
     if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
-        from kbsim.replay.warm import warm_cache
+        from kbsim.replay.warm import GROUPS, warm_cache
 
-        # one process more than CPUs (the waiting lane's worker compiles nothing): the four
-        # groups take 61, 35, 28 and 18 s alone, and two processes left a core idle for the
-        # last ~20 s (83 s in all; three: 72 s, filled alone, 2026-11-27); inside `make test`
-        # from a clone 80 s, against 79 s with two
-        warm_cache(processes=min(workers, cpus()) + 1,
-                   say=lambda line: print(line, file=sys.stderr, flush=True))
+        # a process per group, at most one per CPU (the two groups take ~56 and ~45 CPU-s);
+        # in a thread, so that the workers start and collect meanwhile (~10 CPU-s each, on the
+        # core the shorter group leaves idle at the end): no test is scheduled before it ends
+        # (`pytest_xdist_node_collection_finished`)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="numba-cache-fill")
+        _FILL = pool.submit(warm_cache, processes=min(len(GROUPS), cpus()),
+                            say=lambda line: print(line, file=sys.stderr, flush=True))
+        pool.shutdown(wait=False)
+
+
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """On the controller, as each worker reports its collection, before any test is scheduled:
+    the first report waits for numba's cache fill to end (and raises what it raised)."""
+    global _FILL
+    fill, _FILL = _FILL, None
+    if fill is not None:
+        fill.result()
