@@ -6,10 +6,10 @@ share a session fixture costing seconds (one uncached load of the TritonBench-G 
 start a local Ray instance run on one worker, so two instances never share the machine. Without
 xdist the marks do nothing.
 
-While the workers start and collect, the controller fills numba's cache (`kbsim.replay.warm`:
-each engine worker and step-by-step entry point compiled once, its groups in processes of their
-own), and no test is scheduled before it ends, so a worker loads what it needs instead of each
-compiling it the first time it meets it.
+The controller fills numba's cache (`kbsim.replay.warm`: each engine worker and step-by-step
+entry point compiled once, its groups in processes of their own); the workers start when the
+first group ends and collect while the other goes on, and no test is scheduled before the fill
+ends, so a worker loads what it needs instead of each compiling it the first time it meets it.
 `KB_TEST_WARM=0` skips it. The workers get the longest groups first (`LONGEST_FIRST`), so the
 run does not end on one long test while the other workers have nothing left. ``-n auto``
 starts one worker more than there are CPUs, and that one runs only the modules that mostly
@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 import pytest
 
@@ -207,8 +208,9 @@ def _xdist_workers(config: pytest.Config) -> int:
     return min(int(workers), int(limit)) if limit else int(workers)
 
 
-#: the controller's fill of numba's cache, running while the workers start and collect
-_FILL: Future | None = None
+#: the controller's fill of numba's cache (`pytest_sessionstart`): its processes' pool, a future
+#: per group, when it started
+_FILL: tuple[ProcessPoolExecutor, list[Future], float] | None = None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -217,16 +219,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     global _FILL
     workers = _xdist_workers(session.config)
     if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
-        from kbsim.replay.warm import GROUPS, warm_cache
+        from kbsim.replay.warm import GROUPS, start_warm_cache
 
-        # a process per group, at most one per CPU (the two groups take ~56 and ~45 CPU-s);
-        # in a thread, so that the workers start and collect meanwhile (~10 CPU-s each, on the
-        # core the shorter group leaves idle at the end): no test is scheduled before it ends
+        # a process per group, at most one per CPU: ~56 and ~45 CPU-s; the workers start
+        # when the shorter group ends, and collect (~10 CPU-s each) on the core it leaves
+        # while the other goes on; no test is scheduled before that one ends too
         # (`pytest_xdist_node_collection_finished`)
-        pool = ThreadPoolExecutor(1, thread_name_prefix="numba-cache-fill")
-        _FILL = pool.submit(warm_cache, processes=min(len(GROUPS), cpus()),
-                            say=lambda line: print(line, file=sys.stderr, flush=True))
-        pool.shutdown(wait=False)
+        started = time.perf_counter()
+        pool, futures = start_warm_cache(processes=min(len(GROUPS), cpus()))
+        wait(futures, return_when=FIRST_COMPLETED)
+        _FILL = pool, futures, started
 
 
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
@@ -234,5 +236,11 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     the first report waits for numba's cache fill to end (and raises what it raised)."""
     global _FILL
     fill, _FILL = _FILL, None
-    if fill is not None:
-        fill.result()
+    if fill is None:
+        return
+    pool, futures, started = fill
+    with pool:
+        groups = [future.result()[0] for future in futures]
+    print(f"numba cache filled: {', '.join(groups)} in {time.perf_counter() - started:.0f} s "
+          f"({len(futures)} processes; the workers started meanwhile)", file=sys.stderr,
+          flush=True)

@@ -23,7 +23,7 @@ import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from kbsim.policies.spec import FAMILY_NAMES
 
@@ -79,6 +79,16 @@ def _warm_group(group: str, env_sets: Sequence[Sequence[str]]) -> tuple[str, flo
     return group, time.perf_counter() - start
 
 
+def start_warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
+                     env_sets: Sequence[Sequence[str]] = ENV_SETS
+                     ) -> tuple[ProcessPoolExecutor, list[Future]]:
+    """Start compiling the `groups` in `processes` fresh processes and return at once: the
+    pool (shut it down when done) and a future per group, whose result is (group, seconds)."""
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context)
+    return pool, [pool.submit(_warm_group, group, env_sets) for group in groups]
+
+
 def warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
                env_sets: Sequence[Sequence[str]] = ENV_SETS,
                say: Callable[[str], None] | None = None) -> dict[str, float]:
@@ -87,9 +97,9 @@ def warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
     numba cache folder of this kbsim version); returns each group's seconds. With `say`, one
     line when done."""
     start = time.perf_counter()
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context) as pool:
-        seconds = dict(pool.map(_warm_group, groups, [env_sets] * len(groups)))
+    pool, futures = start_warm_cache(processes, groups, env_sets)
+    with pool:
+        seconds = dict(future.result() for future in futures)
     if say is not None:
         say(f"numba cache filled: {', '.join(groups)} in {time.perf_counter() - start:.0f} s "
             f"({processes} processes)")
