@@ -3,11 +3,12 @@
 A process that meets a function missing from numba's cache compiles it, and so does every other
 process that meets it before the first has saved it: on a cold cache the pytest-xdist workers of
 `make test` each compiled the engine workers they first needed (~250 CPU-seconds in all, much of
-it twice). `warm_cache` compiles each compiled function once, before they start: every engine
+it twice). `warm_cache` compiles each compiled function once, before they need it: every engine
 worker (policy family x environment kind) and the step-by-step entry points (`Episode`'s
 `select` / `update` / ..., the environments' `env_step` / `env_on_add`), grouped so that one
 process compiles a family's shared functions once, the groups spread over `processes` fresh
-processes. `tests/conftest.py` runs it in the xdist controller before the workers start.
+processes. `tests/conftest.py` starts it in the xdist controller (`start_warm_cache`), starts
+the workers when its first group ends, and schedules no test before the last one does.
 
     python -m kbsim.replay.warm [--processes N]
     python -m kbsim.replay.warm --workers v1=tape+fitted,synthetic   # only these, here

@@ -1,8 +1,9 @@
 """`kbsim._byref`: named tuples of arrays as one pointer in compiled code.
 
-A reference made from an image written in Python (`tuple_image` / `ref_of_image`) reads and
-writes the very arrays of its tuple, in the function that made it and in the callees it is
-passed to; and the replay engine's worker takes no named tuple by value.
+A reference made from an image written in Python (`tuple_image` / `ref_of_image`) or from a
+tuple held by value (`ref_of_value`) reads and writes the very arrays of its tuple, in the
+function that made it and in the callees it is passed to; and the replay engine's worker takes
+no named tuple by value.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from kbsim._byref import TupleRef, ref_of_image, tuple_image
+from kbsim._byref import TupleRef, ref_of_image, ref_of_value, tuple_image
 from kbsim._jit import inner_njit
 from kbsim.envs.registry import build_env
 from kbsim.policies.spec import parse_policy
@@ -110,3 +111,22 @@ def test_a_reference_works_in_a_function_compiled_with_numba_s_runtime():
     for _ in range(3):
         assert _with_runtime(image.image, image.tuple_type) == 2 * 15.0 + 1.0
     assert box.grid.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+@njit(_nrt=False)
+def _through_value_copy(box, value):
+    ref = ref_of_value(box)
+    again = ref_of_value(ref)  # a reference passes through as it is
+    ref.ints[1] = 20
+    return _callee_adds(again, value), again.ints[1]
+
+
+def test_a_reference_to_a_tuple_held_by_value_reaches_its_arrays():
+    """`ref_of_value`: code holding the tuple by value hands a callee compiled for references
+    a copy of the tuple's fields, the same arrays."""
+    box = _box()
+    total, ints1 = _through_value_copy(box, 1.0)
+    assert box.ints.tolist() == [0, 20, 2, 3] and box.grid[1, 2] == 6.0
+    assert total == box.grid.sum() + 3 + 3 + 3 and ints1 == 20
+    assert all(isinstance(signature[0], TupleRef) for signature in _callee_adds.signatures)
+
