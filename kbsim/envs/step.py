@@ -15,13 +15,15 @@ the recorded kernel row the member's features come from.
 The env rng is separate from the policy rng, so environment draws never shift the policy's random
 stream (this is what makes a tape replay of the logging policy exact).
 
-The dispatch on the env kind lives once, in `env_answer` (an attempt) and `env_arm_means` (a new
-member's arm means), both inlined (``inline="always"``) into their callers: the replay engine's
-hot loop (`kbsim.replay.engine`, compiled without reference counting) and the step-by-step
-`env_step` / `env_on_add` here (`kbsim.replay.record`). `env_init`, `env_on_add`,
-`env_reveal_hw` and `recorded_outcome` are inlined into the engine too; the engine is compiled
-per environment kind and calls these with a literal kind, so the other kinds' branches are
-pruned before typing (issue #16, NOTE (D64)).
+An attempt is answered by each kind's own function (`synthetic_answer`, `fitted_answer`,
+`tape_answer`), a new member's arm means by `env_arm_means`; both are inlined
+(``inline="always"``) into their callers: the replay engine's hot loop (`kbsim.replay.engine`,
+compiled without reference counting) and the step-by-step `env_step` / `env_on_add` here
+(`kbsim.replay.record`), which dispatch on the kind through `env_answer`. `env_init`,
+`env_on_add`, `env_reveal_hw` and `recorded_outcome` are inlined into the engine too; the engine
+is compiled per environment kind and calls the kind's answer, and these with a literal kind, in
+branches pruned before inlining, so the other kinds' code is never copied or typed there
+(numba inlines a callee's whole IR: issue #16, NOTE (D64)).
 """
 
 from __future__ import annotations
@@ -141,46 +143,70 @@ def recorded_outcome(
 
 
 @njit(cache=True, inline="always")
-def env_answer(kind, env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
-               cursor, rng, child_phi, child_prof9, child_rt6):
-    """THE environment's answer to one attempt, dispatched on the env kind (inlined into the
-    engine's loop, which passes the values it keeps per episode, and into `env_step`) ->
-    (status, child_ms, child_key, tokens, cost_usd, served) with status as in the module doc
-    and served 1 when data served the attempt (synthetic: every applicable attempt; fitted: a
-    neighbour's outcome; tape: a fresh tape outcome)."""
-    if kind == SYNTHETIC:
-        if syn_not_applicable(env.syn_base, task, parent_key, s):
-            return NA_STATUS, np.nan, -1, 0, 0.0, 0
-        eip = env.iparams
-        tokens = eip[I_TOKENS]
-        cost = tokens * env.fparams[F_USD_PER_TOKEN]
-        ok, child_ms, label = syn_step_arrays(env.syn_centers, env.syn_base, env.fparams, eip,
-                                              task, parent_key, parent_phi, parent_ms, s, rng,
-                                              child_phi)
-        if not ok:
-            return 0, np.nan, -1, tokens, cost, 1
-        syn_features_arrays(env.syn_hw, eip, task, label, child_phi, child_ms, child_prof9,
-                            child_rt6)
-        return 1, child_ms, label, tokens, cost, 1
-    served = 0
-    if kind == FITTED:
-        row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, parent_key, s, rng)
-        own = False
-        if row >= 0:
-            served = 1
-    else:
-        row, own, fresh, truncate = tape_pick_arrays(env.tape_start, env.tape_nn, k_first, mode,
-                                                     parent_key, s, cursor, rng)
-        if truncate:
-            return -1, np.nan, -1, 0, 0.0, 0
-        if fresh:
-            served = 1
+def synthetic_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
+                     cursor, rng, child_phi, child_prof9, child_rt6):
+    """`env_answer` of the synthetic environment."""
+    if syn_not_applicable(env.syn_base, task, parent_key, s):
+        return NA_STATUS, np.nan, -1, 0, 0.0, 0
+    eip = env.iparams
+    tokens = eip[I_TOKENS]
+    cost = tokens * env.fparams[F_USD_PER_TOKEN]
+    ok, child_ms, label = syn_step_arrays(env.syn_centers, env.syn_base, env.fparams, eip,
+                                          task, parent_key, parent_phi, parent_ms, s, rng,
+                                          child_phi)
+    if not ok:
+        return 0, np.nan, -1, tokens, cost, 1
+    syn_features_arrays(env.syn_hw, eip, task, label, child_phi, child_ms, child_prof9,
+                        child_rt6)
+    return 1, child_ms, label, tokens, cost, 1
+
+
+@njit(cache=True, inline="always")
+def fitted_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
+                  cursor, rng, child_phi, child_prof9, child_rt6):
+    """`env_answer` of the fitted environment: a neighbour's recorded outcome, its runtime
+    ratio applied to the parent's."""
+    row = fitted_pick_arrays(env.fit_nbr, env.fit_nbr_n, env.tape_start, parent_key, s, rng)
     status, child_ms, child_key, tokens, cost = recorded_outcome(
         env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
-        env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, own, kind == FITTED, parent_ms,
-        floor_ms, child_phi, child_prof9, child_rt6,
+        env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, False, True, parent_ms, floor_ms,
+        child_phi, child_prof9, child_rt6,
     )
-    return status, child_ms, child_key, tokens, cost, served
+    return status, child_ms, child_key, tokens, cost, 1 if row >= 0 else 0
+
+
+@njit(cache=True, inline="always")
+def tape_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
+                cursor, rng, child_phi, child_prof9, child_rt6):
+    """`env_answer` of the tape environment: the next recorded outcome of the pair."""
+    row, own, fresh, truncate = tape_pick_arrays(env.tape_start, env.tape_nn, k_first, mode,
+                                                 parent_key, s, cursor, rng)
+    if truncate:
+        return -1, np.nan, -1, 0, 0.0, 0
+    status, child_ms, child_key, tokens, cost = recorded_outcome(
+        env.o_success, env.o_na, env.o_child, env.o_child_ms, env.o_parent_ms, env.o_tokens,
+        env.o_cost, env.k_phi, env.k_prof9, env.k_rt6, row, own, False, parent_ms, floor_ms,
+        child_phi, child_prof9, child_rt6,
+    )
+    return status, child_ms, child_key, tokens, cost, 1 if fresh else 0
+
+
+@njit(cache=True, inline="always")
+def env_answer(kind, env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms, s,
+               cursor, rng, child_phi, child_prof9, child_rt6):
+    """THE environment's answer to one attempt, dispatched on the env kind (inlined into
+    `env_step`; the engine's loop, compiled per kind, calls the kind's own function, with the
+    values it keeps per episode) -> (status, child_ms, child_key, tokens, cost_usd, served)
+    with status as in the module doc and served 1 when data served the attempt (synthetic:
+    every applicable attempt; fitted: a neighbour's outcome; tape: a fresh tape outcome)."""
+    if kind == SYNTHETIC:
+        return synthetic_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi,
+                                parent_ms, s, cursor, rng, child_phi, child_prof9, child_rt6)
+    if kind == FITTED:
+        return fitted_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi,
+                             parent_ms, s, cursor, rng, child_phi, child_prof9, child_rt6)
+    return tape_answer(env, task, k_first, mode, floor_ms, parent_key, parent_phi, parent_ms,
+                       s, cursor, rng, child_phi, child_prof9, child_rt6)
 
 
 @njit(cache=True)

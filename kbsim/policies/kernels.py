@@ -78,11 +78,12 @@ def family_of(kind) -> int:
     return FAMILY_FLAT
 
 
-# The dispatch on the policy, written once, in the `*_in_family` functions below: each takes
-# the kind's family first. Called with a family that is a compile-time constant (the replay
-# engine, compiled per family: `kbsim.replay.engine`), numba's dead-branch pruning drops the
-# other families' branches after inlining, so their code is never typed or compiled (issue #16).
-# The `*_inline` / plain entry points compute the family from the kind at run time.
+# The policy code per family, written once, in the `*_in_v2` / `*_in_v1` / `*_in_flat`
+# functions below, and the dispatch on the family over them in `*_in_family`. The replay engine,
+# compiled per family (`kbsim.replay.engine`), calls its family's functions in branches on a
+# compile-time constant that numba prunes before inlining, so the other families' code is never
+# copied, typed or compiled there (issue #16). The `*_inline` / plain entry points compute the
+# family from the kind at run time.
 #
 # The functions compiled on their own (not inlined) that this code calls with the state or the
 # pool get them through `ref_of_value` at the call: the replay engine holds references (no
@@ -93,54 +94,130 @@ def family_of(kind) -> int:
 # given directly.
 
 
+# One family's `prepare` / `select` / `update` / `representatives_into`, each inlined (only
+# inside ``_nrt=False`` functions). A caller compiled per family (the replay engine) calls its
+# family's directly, in branches on the family that numba prunes before it inlines anything, so
+# only that family's code is copied into it: numba inlines by copying the callee's whole IR,
+# nested inlines included, and the `*_in_family` dispatch below holds every family's.
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def prepare_in_v2(kind, fparams, iparams, state, pool, rng) -> None:
+    """`prepare` for the v2 family: re-cluster when due."""
+    if pool.n[0] > 0 and prepare_due_v2(iparams, state, pool):
+        prepare_v2(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def prepare_in_v1(kind, fparams, iparams, state, pool, rng) -> None:
+    """`prepare` for kernelband-v1."""
+    if pool.n[0] > 0:
+        prepare_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def select_in_v2(kind, fparams, iparams, state, pool, rng):
+    """`select` for the v2 family."""
+    if pool.n[0] == 0:
+        return -1, -1, -1, np.nan
+    return select_v2(kind, fparams, iparams, state, pool, rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def select_in_v1(kind, fparams, iparams, state, pool, rng):
+    """`select` for kernelband-v1."""
+    if pool.n[0] == 0:
+        return -1, -1, -1, np.nan
+    return select_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def select_in_flat(kind, fparams, iparams, state, pool, rng):
+    """`select` for the flat baselines."""
+    if pool.n[0] == 0:
+        return -1, -1, -1, np.nan
+    return select_flat(kind, fparams, state, pool, rng)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def update_in_v2(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+                 success) -> float:
+    """`update` for the v2 family."""
+    reward = v2_reward(pool.ms[parent], child_ms, success)
+    update_v2(kind, state, cluster, strategy, reward)
+    state.t[0] += 1
+    return reward
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def update_in_v1(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+                 success) -> float:
+    """`update` for kernelband-v1."""
+    reward = v1_reward(pool.ms[parent], child_ms, success)
+    update_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), cluster, strategy,
+              parent, child_ms, success, reward)
+    state.t[0] += 1
+    return reward
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def update_in_flat(kind, fparams, iparams, state, pool, cluster, strategy, parent, child_ms,
+                   success) -> float:
+    """`update` for the flat baselines."""
+    reward = v2_reward(pool.ms[parent], child_ms, success)
+    update_flat(kind, state, parent, strategy, reward)
+    state.t[0] += 1
+    return reward
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def representatives_in_v2(state, pool, out) -> int:
+    """`representatives_into` for the v2 family (the others profile nothing: 0)."""
+    return representatives_into_v2(ref_of_value(state), ref_of_value(pool), out)
+
+
+# The dispatch on the family, for callers that know it only at run time (the entry points
+# below compute it from the kind).
+
+
 @njit(cache=True, _nrt=False, inline="always")
 def prepare_in_family(family, kind, fparams, iparams, state, pool, rng) -> None:
     """`prepare` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
-    if pool.n[0] == 0:
-        return
     if family == FAMILY_V2:
-        if prepare_due_v2(iparams, state, pool):
-            prepare_v2(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
+        prepare_in_v2(kind, fparams, iparams, state, pool, rng)
     elif family == FAMILY_V1:
-        prepare_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
+        prepare_in_v1(kind, fparams, iparams, state, pool, rng)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def select_in_family(family, kind, fparams, iparams, state, pool, rng):
     """`select` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
-    if pool.n[0] == 0:
-        return -1, -1, -1, np.nan
     if family == FAMILY_V2:
-        return select_v2(kind, fparams, iparams, state, pool, rng)
+        return select_in_v2(kind, fparams, iparams, state, pool, rng)
     if family == FAMILY_V1:
-        return select_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), rng)
-    return select_flat(kind, fparams, state, pool, rng)
+        return select_in_v1(kind, fparams, iparams, state, pool, rng)
+    return select_in_flat(kind, fparams, iparams, state, pool, rng)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def update_in_family(family, kind, fparams, iparams, state, pool, cluster, strategy, parent,
                      child_ms, success) -> float:
     """`update` for a policy of `family`, inlined (only inside ``_nrt=False`` functions)."""
-    parent_ms = pool.ms[parent]
+    if family == FAMILY_V2:
+        return update_in_v2(kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                            child_ms, success)
     if family == FAMILY_V1:
-        reward = v1_reward(parent_ms, child_ms, success)
-        update_v1(fparams, iparams, ref_of_value(state), ref_of_value(pool), cluster, strategy,
-                  parent, child_ms, success, reward)
-    else:
-        reward = v2_reward(parent_ms, child_ms, success)
-        if family == FAMILY_V2:
-            update_v2(kind, state, cluster, strategy, reward)
-        else:
-            update_flat(kind, state, parent, strategy, reward)
-    state.t[0] += 1
-    return reward
+        return update_in_v1(kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                            child_ms, success)
+    return update_in_flat(kind, fparams, iparams, state, pool, cluster, strategy, parent,
+                          child_ms, success)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def representatives_in_family(family, state, pool, out) -> int:
     """`representatives_into` for a policy of `family`, inlined."""
     if family == FAMILY_V2:
-        return representatives_into_v2(ref_of_value(state), ref_of_value(pool), out)
+        return representatives_in_v2(state, pool, out)
     return 0  # v1 reads the 9-dim profile given with each kernel at pool_add; others: none
 
 

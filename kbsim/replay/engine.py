@@ -32,14 +32,15 @@ own reward (v1: 1 - Tc/Tp and -1 on failure), which is what the trace of a logge
 Determinism: each episode uses only its own two RNG states and resets a worker's policy state,
 pool and scratch from scratch, so results do not depend on the thread count or the chunking.
 
-Compile structure (issue #16, NOTE (D64)): the policy dispatch is `kbsim.policies.kernels`'
-`*_in_family` functions and the environment dispatch `kbsim.envs.step.env_answer` /
-`env_arm_means` (inlined), called in `ekind == ...` branches with a literal kind; both take their
-selector as a compile-time constant here, so numba's dead-branch pruning leaves only one
-family's and one environment's code to type, optimise and cache. The named tuples of arrays
-(state, pool, environment data, scratch, outputs) reach the worker as images and go everywhere
-as one pointer each (`kbsim._byref`): a cold kernelband-v2 replay compiles about 30 % less
-than with the tuples passed by value.
+Compile structure (issue #16, NOTE (D64)): the worker calls its policy family's functions
+(`kbsim.policies.kernels`' `select_in_v2`, ...) and its environment kind's answer
+(`kbsim.envs.step.tape_answer`, ...), all inlined, in branches on the family and the kind, which
+are compile-time constants here: numba's dead-branch pruning removes the other branches before it
+inlines, so only one family's and one environment's code is copied, typed, optimised and cached
+(numba inlines by copying a callee's whole IR: a dispatch on the family inlined here copied every
+family's code first). The named tuples of arrays (state, pool, environment data, scratch,
+outputs) reach the worker as images and go everywhere as one pointer each (`kbsim._byref`): a
+cold kernelband-v2 replay compiles about 30 % less than with the tuples passed by value.
 """
 
 from __future__ import annotations
@@ -63,15 +64,27 @@ from kbsim.envs.data import (
     TAPE,
 )
 from kbsim.envs.reveal import env_reveal_timed
-from kbsim.envs.step import env_answer, env_arm_means, env_init, env_on_add, env_reveal_hw
+from kbsim.envs.step import (
+    env_arm_means,
+    env_init,
+    env_on_add,
+    env_reveal_hw,
+    fitted_answer,
+    synthetic_answer,
+    tape_answer,
+)
 from kbsim.policies.kernels import (
     mark_na_inline,
-    prepare_in_family,
-    representatives_in_family,
-    select_in_family,
-    update_in_family,
+    prepare_in_v2,
+    representatives_in_v2,
+    select_in_flat,
+    select_in_v1,
+    select_in_v2,
+    update_in_flat,
+    update_in_v1,
+    update_in_v2,
 )
-from kbsim.policies.spec import FAMILY_NAMES, FAMILY_V2
+from kbsim.policies.spec import FAMILY_NAMES, FAMILY_V1, FAMILY_V2
 from kbsim.policies.state import pool_add
 
 
@@ -185,8 +198,8 @@ def _make_worker(family: int, ekind: int):
         int64 array and the tuple's numba type each) and travel as one pointer each
         (`TupleRef`), to the policy's inner functions too: numba would otherwise unbox their
         ~130 arrays here and pass the state's 51 by value to every callee. The environment's
-        answer and arm means (`kbsim.envs.step.env_answer` / `env_arm_means`) and the policy's
-        `prepare` / `select` / `update` (`*_in_family`) are inlined. Compiled with
+        answer and arm means (`kbsim.envs.step.tape_answer`, ... / `env_arm_means`) and the
+        policy's `prepare` / `select` / `update` (`select_in_v2`, ...) are inlined. Compiled with
         ``_nrt=False``: no reference counting, no allocation.
         """
         state = ref_of_image(state_img, state_t)
@@ -195,7 +208,7 @@ def _make_worker(family: int, ekind: int):
         scratch = ref_of_image(scratch_img, scratch_t)
         out = ref_of_image(out_img, out_t)
         ep_out = ref_of_image(ep_out_img, ep_out_t)
-        # per-worker values of the env (its arrays are read inside the inlined env_answer and
+        # per-worker values of the env (its arrays are read inside the inlined answer and
         # env_arm_means: no call boundary, so no reference counting)
         mode = env.iparams[I_ON_EXHAUST]
         stop = mode == STOP
@@ -253,7 +266,7 @@ def _make_worker(family: int, ekind: int):
             steps_run = steps
             for t in range(steps):
                 if family == FAMILY_V2:  # the policies that profile representatives
-                    prepare_in_family(family, pkind, fparams, iparams, state, pool, prng)
+                    prepare_in_v2(pkind, fparams, iparams, state, pool, prng)
                     if timed and ekind != SYNTHETIC:  # kbsim.envs.reveal; the order of
                         # Episode.wanted_signatures: representatives without a signature or
                         # with a provisional one, in cluster order
@@ -266,38 +279,41 @@ def _make_worker(family: int, ekind: int):
                                 env_reveal_timed(family, env, state, pool, r, t, sig_asked,
                                                  sig_due, sig_prov, erng)
                     elif _reps_pending(st_rep, st_size, p_hw):
-                        for j in range(representatives_in_family(family, state, pool, reps)):
+                        for j in range(representatives_in_v2(state, pool, reps)):
                             if ekind == SYNTHETIC:
                                 env_reveal_hw(SYNTHETIC, env, task, pool, reps[j])
                             else:
                                 env_reveal_hw(TAPE, env, task, pool, reps[j])
                 # NOTE (issue #18): a not-applicable answer is no step: the pair is marked, the
                 # policy selects again; with no applicable pair left (parent -1) the episode
-                # ends here. The environment's answer is kbsim.envs.step.env_answer (the one
-                # dispatch on the env kind), inlined with a constant kind per branch, so
-                # numba prunes the other kinds' code from this worker (NOTE (D64))
+                # ends here. The environment's answer is its kind's (kbsim.envs.step), inlined
+                # in a branch per kind that numba prunes but one before inlining (NOTE (D64))
                 ended = False
                 while True:
-                    cluster, s, parent, _ = select_in_family(family, pkind, fparams, iparams,
-                                                             state, pool, prng)
+                    if family == FAMILY_V2:
+                        cluster, s, parent, _ = select_in_v2(pkind, fparams, iparams, state,
+                                                             pool, prng)
+                    elif family == FAMILY_V1:
+                        cluster, s, parent, _ = select_in_v1(pkind, fparams, iparams, state,
+                                                             pool, prng)
+                    else:
+                        cluster, s, parent, _ = select_in_flat(pkind, fparams, iparams, state,
+                                                               pool, prng)
                     if parent < 0:
                         ended = True
                         break
                     if ekind == SYNTHETIC:
-                        status, child_ms, child_key, tok, c, fresh = env_answer(
-                            SYNTHETIC, env, task, k_first, mode, floor_ms, p_key[parent],
-                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
-                            child_prof9, child_rt6)
+                        status, child_ms, child_key, tok, c, fresh = synthetic_answer(
+                            env, task, k_first, mode, floor_ms, p_key[parent], p_phi[parent],
+                            p_ms[parent], s, cursor, erng, child_phi, child_prof9, child_rt6)
                     elif fit == FIT_ALWAYS or (fit == FIT_RUNTIME and env_kind == FITTED):
-                        status, child_ms, child_key, tok, c, fresh = env_answer(
-                            FITTED, env, task, k_first, mode, floor_ms, p_key[parent],
-                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
-                            child_prof9, child_rt6)
+                        status, child_ms, child_key, tok, c, fresh = fitted_answer(
+                            env, task, k_first, mode, floor_ms, p_key[parent], p_phi[parent],
+                            p_ms[parent], s, cursor, erng, child_phi, child_prof9, child_rt6)
                     else:
-                        status, child_ms, child_key, tok, c, fresh = env_answer(
-                            TAPE, env, task, k_first, mode, floor_ms, p_key[parent],
-                            p_phi[parent], p_ms[parent], s, cursor, erng, child_phi,
-                            child_prof9, child_rt6)
+                        status, child_ms, child_key, tok, c, fresh = tape_answer(
+                            env, task, k_first, mode, floor_ms, p_key[parent], p_phi[parent],
+                            p_ms[parent], s, cursor, erng, child_phi, child_prof9, child_rt6)
                     if status < 0:  # a `stop` tape ran out
                         ended = True
                         break
@@ -311,8 +327,15 @@ def _make_worker(family: int, ekind: int):
                     steps_run = t
                     break
                 success = status == 1
-                reward = update_in_family(family, pkind, fparams, iparams, state, pool, cluster,
-                                          s, parent, child_ms, success)
+                if family == FAMILY_V2:
+                    reward = update_in_v2(pkind, fparams, iparams, state, pool, cluster, s,
+                                          parent, child_ms, success)
+                elif family == FAMILY_V1:
+                    reward = update_in_v1(pkind, fparams, iparams, state, pool, cluster, s,
+                                          parent, child_ms, success)
+                else:
+                    reward = update_in_flat(pkind, fparams, iparams, state, pool, cluster, s,
+                                            parent, child_ms, success)
                 arm_mean = means[parent, s]
                 regret = best_mean - arm_mean
                 if not np.isnan(regret):
