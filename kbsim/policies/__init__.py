@@ -19,10 +19,13 @@ Additions to the API contract (nothing in it was changed):
   before the arm is chosen.
 - `select_inline` / `update_inline` (in `kernels`): the same code inlined into `_nrt=False` hot
   loops (benchmarks, replay inner loops); see `kernels` for why.
+- `select_in_v2` / `select_in_v1` / `select_in_flat`, `update_in_*`, `prepare_in_v2` /
+  `prepare_in_v1`, `representatives_in_v2` (in `kernels`): one family's policy code; the replay
+  engine, compiled per family, calls its family's in branches numba prunes before inlining, so
+  only that family's code is copied and compiled (issue #16).
 - `prepare_in_family` / `select_in_family` / `update_in_family` / `representatives_in_family`
-  (in `kernels`): the one dispatch on the policy, taking its family (`spec.policy_family`) first;
-  the replay engine passes the family as a compile-time constant, so only that family's code is
-  compiled (issue #16); the kind-taking entry points call them with `family_of(kind)`.
+  (in `kernels`): the dispatch over those on the family (`spec.policy_family`), taken first; the
+  kind-taking entry points call them with `family_of(kind)`.
 - `new_state(..., target=None)`: hardware dim per strategy (needed only when n_strategies != 6).
 - `representatives` lists the representatives with no hw dimension known (all three NaN): a
   partial signature counts as profiled.
