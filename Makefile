@@ -43,9 +43,9 @@ demo: $(BIN)/kernelband
 
 # pytest-xdist workers: one per core and one more for the tests that mostly wait, at most 4
 # (many tests start processes of their own); a test file runs whole on one worker, with the
-# files that share an expensive session fixture (tests/conftest.py), the longest first; before
-# they start it fills numba's cache in one process more than cores (kbsim.replay.warm;
-# KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
+# files that share an expensive session fixture (tests/conftest.py), the longest first; they
+# start when the first of numba's two cache fill groups ends, and no test before the other does
+# (kbsim.replay.warm; KB_TEST_WARM=0 skips it). TEST_WORKERS=0: serial
 TEST_WORKERS ?= auto
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup)
 

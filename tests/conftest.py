@@ -221,9 +221,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if workers and os.environ.get("KB_TEST_WARM", "1") != "0":
         from kbsim.replay.warm import GROUPS, start_warm_cache
 
-        # a process per group, at most one per CPU: ~56 and ~45 CPU-s; the workers start
-        # when the shorter group ends, and collect (~10 CPU-s each) on the core it leaves
-        # while the other goes on; no test is scheduled before that one ends too
+        # a process per group, at most one per CPU: ~53 and ~47 s side by side; the workers
+        # start when the shorter group ends, and collect (~10 CPU-s each) on the core it
+        # leaves while the other goes on; no test is scheduled before that one ends too
         # (`pytest_xdist_node_collection_finished`)
         started = time.perf_counter()
         pool, futures = start_warm_cache(processes=min(len(GROUPS), cpus()))
