@@ -175,9 +175,10 @@ def test_a_chunk_lost_beyond_its_retries_stops_the_sweep_naming_it(tmp_path, ray
 # notice must not land in another test's captured output
 def test_a_chunk_whose_worker_is_killed_is_retried_with_the_same_result(tmp_path, ray_cluster,
                                                                          env):
-    # 4 chunks, long enough for the killer to find one running (the workers are warm by now)
-    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=2000, steps=300,
-                  chunk_episodes=1500)
+    # 4 chunks of ~0.7 CPU-s each (2-core machine), long enough for the killer, which looks
+    # every 10 ms, to find one running (the workers are warm by now)
+    kwargs = dict(policies=["kernelband-v2"], envs=env, seeds=500, steps=300,
+                  chunk_episodes=375)
     local = run_sweep(**kwargs, out=tmp_path / "local")
     killed: list[int] = []
     stop = threading.Event()
