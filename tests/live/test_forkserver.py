@@ -88,6 +88,21 @@ def test_forked_workers_draw_different_random_numbers() -> None:
     assert numpy_draws[0] != numpy_draws[1]
 
 
+def test_a_forked_worker_s_collections_leave_the_server_s_imports_out() -> None:
+    """The server froze what its imports made (torch's and triton's ~180,000 objects): a
+    worker's garbage collections skip them and still collect the worker's own cycles."""
+    checks = ("import gc\n"
+              "assert gc.isenabled(), 'collections are off'\n"
+              "assert gc.get_freeze_count() > 100_000, f'{gc.get_freeze_count()} frozen'\n"
+              "class _Cycle:\n    pass\n"
+              "_a, _b = _Cycle(), _Cycle()\n_a.other, _b.other = _b, _a\ndel _a, _b\n"
+              "assert gc.collect() >= 2, 'a cycle was not collected'\n")
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=30,
+                                   compile_timeout_s=60)) as ev:
+        result = ev.evaluate("vadd", checks + GOOD, seed=0)
+    assert result.status == "ok", result.error
+
+
 def test_a_worker_killed_from_outside_is_reported_with_its_signal() -> None:
     worker = started()
     try:
