@@ -29,6 +29,7 @@ import numpy as np
 from numba.core import event
 
 from kbsim._byref import TupleImage, tuple_image
+from kbsim._jit import gc_paused
 from kbsim.envs.data import ENV_KINDS, FITTED, SYNTHETIC, TAPE, Env, new_scratch
 from kbsim.policies.spec import (
     FAMILY_FLAT,
@@ -326,7 +327,8 @@ def prepare_workers(pairs: Sequence[tuple[PolicySpec, Env]], steps: int,
                 for family in [f for f, h in helpers.items() if h == helper]:
                     del helpers[family]
                 helper.close()
-            with event.install_listener("numba:compile", _FirstCompile(lambda k=key: start(k))):
+            with event.install_listener("numba:compile", _FirstCompile(lambda k=key: start(k))), \
+                    gc_paused():
                 compiled_worker(*key).compile(signatures[key])
     finally:
         for helper in set(helpers.values()):

@@ -58,17 +58,18 @@ def _warm_steps() -> int:
     `mark_na`, which such a run may not reach."""
     import numba
 
+    from kbsim._jit import gc_paused
     from kbsim.envs.registry import build_env
     from kbsim.policies.kernels import mark_na
     from kbsim.policies.spec import parse_policy
     from kbsim.policies.state import new_state
     from kbsim.replay.record import record_trace
 
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, gc_paused():
         record_trace(f"{folder}/trace", build_env("synthetic", "default,tasks=2"),
                      "kernelband-v2", seed=0, steps=3)
-    state = new_state(parse_policy("kernelband-v2"), 4)
-    mark_na.compile((numba.typeof(state), numba.int64, numba.int64))
+        state = new_state(parse_policy("kernelband-v2"), 4)
+        mark_na.compile((numba.typeof(state), numba.int64, numba.int64))
     return 1
 
 

@@ -1,13 +1,15 @@
 """`kbsim._jit.inner_njit`: functions compiled for compiled callers only, without the wrappers
-Python calls go through."""
+Python calls go through; `kbsim._jit.gc_paused`: no garbage collection while numba compiles."""
 
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 import pytest
 from numba import njit
 
-from kbsim._jit import InnerDispatcher, inner_njit
+from kbsim._jit import InnerDispatcher, gc_paused, inner_njit
 from kbsim.policies._v2 import prepare_v2
 
 
@@ -46,3 +48,45 @@ def test_calling_an_inner_function_from_python_raises_instead_of_crashing() -> N
     assert isinstance(prepare_v2, InnerDispatcher)
     with pytest.raises(TypeError, match="prepare_v2"):
         prepare_v2()
+
+
+def test_gc_paused_turns_the_collector_off_nested_and_back_on_after() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer block is still open
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError("inside")
+    assert gc.isenabled()
+
+
+def test_gc_paused_leaves_a_collector_the_caller_turned_off_off() -> None:
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_replay_engine_compiles_with_the_collector_off(monkeypatch) -> None:
+    from kbsim.envs.registry import build_env
+    from kbsim.policies.spec import parse_policy
+    from kbsim.replay import chunks
+
+    seen = []
+
+    class _Worker:  # stands for a worker numba has not compiled yet
+        overloads: dict = {}
+
+        def compile(self, signature) -> None:
+            seen.append(gc.isenabled())
+
+    monkeypatch.setattr(chunks, "compiled_worker", lambda family, kind: _Worker())
+    env = build_env("synthetic", "default,tasks=2")
+    chunks.prepare_workers([(parse_policy("greedy"), env)], 2, parallel=False)
+    assert seen == [False] and gc.isenabled()
