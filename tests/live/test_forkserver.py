@@ -35,6 +35,14 @@ def started(memory_limit_mb: int | None = 4096) -> WorkerProcess:
     return worker
 
 
+def _passes_in_a_worker(checks: str) -> None:
+    """`checks` (asserts, run as the candidate module is loaded) pass in a forked worker."""
+    with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=30,
+                                   compile_timeout_s=60)) as ev:
+        result = ev.evaluate("vadd", checks + GOOD, seed=0)
+    assert result.status == "ok", result.error
+
+
 def test_a_forked_worker_has_its_own_session_limits_folder_and_no_secrets(monkeypatch) -> None:
     monkeypatch.setenv("FAKE_API_KEY", "sk-planted-for-the-test")
     worker = started(memory_limit_mb=4096)
@@ -67,10 +75,7 @@ def test_a_worker_gets_the_environment_of_the_moment_it_starts(monkeypatch) -> N
     checks = ("import os\n"
               "assert os.environ.get('KB_FORK_MARK') == 'set-after-the-server', 'mark missing'\n"
               "assert not any('TOKEN' in name for name in os.environ), 'secret visible'\n")
-    with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=30,
-                                   compile_timeout_s=60)) as ev:
-        result = ev.evaluate("vadd", checks + GOOD, seed=0)
-    assert result.status == "ok", result.error
+    _passes_in_a_worker(checks)
 
 
 def test_forked_workers_draw_different_random_numbers() -> None:
@@ -97,10 +102,7 @@ def test_a_forked_worker_s_collections_leave_the_server_s_imports_out() -> None:
               "class _Cycle:\n    pass\n"
               "_a, _b = _Cycle(), _Cycle()\n_a.other, _b.other = _b, _a\ndel _a, _b\n"
               "assert gc.collect() >= 2, 'a cycle was not collected'\n")
-    with Evaluator(EvaluatorConfig(SPEC, device="cpu", timeout_s=30,
-                                   compile_timeout_s=60)) as ev:
-        result = ev.evaluate("vadd", checks + GOOD, seed=0)
-    assert result.status == "ok", result.error
+    _passes_in_a_worker(checks)
 
 
 def test_a_worker_killed_from_outside_is_reported_with_its_signal() -> None:
