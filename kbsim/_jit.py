@@ -25,7 +25,6 @@ MB higher for those two workers).
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -66,25 +65,15 @@ def inner_njit(fn: Callable | None = None, /, *, cache: bool = True,
     return decorate if fn is None else decorate(fn)
 
 
-_GC_LOCK = threading.Lock()
-_gc_pauses = 0  # `gc_paused` blocks open in this process
-_gc_was_enabled = False  # whether the collector was on when the outermost one opened
-
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off inside the block (module docstring), on again
-    after it if it was on before; blocks may nest and run on several threads."""
-    global _gc_pauses, _gc_was_enabled
-    with _GC_LOCK:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
+    after it if it was on before (so a block inside another leaves it off)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        with _GC_LOCK:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
+        if was_enabled:
+            gc.enable()
