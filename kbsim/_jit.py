@@ -65,7 +65,6 @@ def inner_njit(fn: Callable | None = None, /, *, cache: bool = True,
     return decorate if fn is None else decorate(fn)
 
 
-
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off inside the block (module docstring), on again
