@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -337,6 +340,36 @@ def test_input_tables_made_with_torch_empty_are_zeros_while_the_script_builds_th
     assert all(int(torch.count_nonzero(x)) == 0 for x in made)
     assert (torch.empty, torch.empty_like, torch.empty_strided,
             torch.Tensor.new_empty) == factories  # put back afterwards
+
+
+def test_checked_calls_fill_empty_tensors_without_loading_inductor() -> None:
+    """The checked calls' deterministic mode is set as ``torch.use_deterministic_algorithms``
+    sets it, without that function's import of inductor (and dynamo), ~1.1 CPU-s in a worker;
+    inductor's flag too where it is loaded. In a fresh interpreter: this one may have loaded
+    inductor for another test."""
+    code = """if True:
+        import json, sys, torch
+        from live.tasks.tritonbench.operator import filled_uninitialised_memory
+        with filled_uninitialised_memory():
+            on = [torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled(),
+                  torch.utils.deterministic.fill_uninitialized_memory]
+            nan = bool(torch.isnan(torch.empty(1000)).all())
+            top = int(torch.empty(9, dtype=torch.int64).min()) == torch.iinfo(torch.int64).max
+        off = [torch.are_deterministic_algorithms_enabled(),
+               torch.is_deterministic_algorithms_warn_only_enabled()]
+        dynamo = "torch._dynamo" in sys.modules or "torch._inductor.config" in sys.modules
+        import torch._inductor.config as inductor
+        with filled_uninitialised_memory():
+            inductor_on = inductor.deterministic
+        print(json.dumps([on, nan, top, off, dynamo, inductor_on, inductor.deterministic]))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    on, nan, top, off, dynamo, inductor_on, inductor_after = json.loads(done.stdout)
+    assert on == [True, True, True] and nan and top
+    assert off == [False, False] and not dynamo
+    assert inductor_on and not inductor_after
 
 
 def test_test_code_runs_under_one_seeded_rng_state_and_restores_it() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,13 +147,32 @@ def filled_uninitialised_memory() -> Iterator[None]:
     enabled = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     fill = torch.utils.deterministic.fill_uninitialized_memory
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        _use_deterministic_algorithms(enabled, warn_only=warn_only)
         torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+def _use_deterministic_algorithms(mode: bool, warn_only: bool) -> None:
+    """``torch.use_deterministic_algorithms`` without importing inductor where it is not loaded.
+
+    The public function also sets ``torch._inductor.config.deterministic``, and importing that
+    module imports ``torch._dynamo``: ~1.1 CPU-s in each worker's first checked call of an
+    operator, for a flag only code compiled by inductor reads. Here torch's own flag is set the
+    same way (the one ``fill_uninitialized_memory`` and the ops obey) and inductor's only where
+    inductor is loaded already; where torch lacks the private setter, the public function.
+    """
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+        return
+    inductor_config = sys.modules.get("torch._inductor.config")
+    if inductor_config is not None:
+        inductor_config.deterministic = mode
+    setter(mode, warn_only=warn_only)
 
 
 #: NOTE (D80): device memory zeroed before each run of an operator's test code, as bytes for
