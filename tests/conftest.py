@@ -218,6 +218,12 @@ def _xdist_workers(config: pytest.Config) -> int:
     return min(int(workers), int(limit)) if limit else int(workers)
 
 
+#: engine workers the fill leaves out: no test replays them (kernelband-v1 on the fitted
+#: environment alone: ~6 CPU-s of compiling for nothing); a test that comes to need one
+#: compiles it where it runs, slower, never wrong
+FILL_LEAVES_OUT = (("v1", ("fitted",)),)
+
+
 #: the controller's fill of numba's cache (`pytest_sessionstart`): its processes' pool, a future
 #: per group, when it started
 _FILL: tuple[ProcessPoolExecutor, list[Future], float] | None = None
@@ -236,7 +242,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # leaves while the other goes on; no test is scheduled before that one ends too
         # (`pytest_xdist_node_collection_finished`)
         started = time.perf_counter()
-        pool, futures = start_warm_cache(processes=min(len(GROUPS), cpus()))
+        pool, futures = start_warm_cache(processes=min(len(GROUPS), cpus()),
+                                         leave_out=FILL_LEAVES_OUT)
         wait(futures, return_when=FIRST_COMPLETED)
         _FILL = pool, futures, started
 

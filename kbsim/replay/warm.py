@@ -23,7 +23,7 @@ import argparse
 import multiprocessing
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from kbsim.policies.spec import FAMILY_NAMES
@@ -73,35 +73,42 @@ def _warm_steps() -> int:
     return 1
 
 
-def _warm_group(group: str, env_sets: Sequence[Sequence[str]]) -> tuple[str, float]:
+def _warm_group(group: str, env_sets: Sequence[Sequence[str]],
+                leave_out: Collection[tuple[str, tuple[str, ...]]] = ()) -> tuple[str, float]:
     start = time.perf_counter()
     for part in group.split("+"):
         if part == "step":
             _warm_steps()
         else:
-            _warm_family(part, env_sets)
+            _warm_family(part, [names for names in env_sets
+                                if (part, tuple(names)) not in leave_out])
     return group, time.perf_counter() - start
 
 
 def start_warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
-                     env_sets: Sequence[Sequence[str]] = ENV_SETS
+                     env_sets: Sequence[Sequence[str]] = ENV_SETS,
+                     leave_out: Collection[tuple[str, tuple[str, ...]]] = ()
                      ) -> tuple[ProcessPoolExecutor, list[Future]]:
     """Start compiling the `groups` in `processes` fresh processes and return at once: the
-    pool (shut it down when done) and a future per group, whose result is (group, seconds)."""
+    pool (shut it down when done) and a future per group, whose result is (group, seconds).
+    `leave_out`: (family, environment set) workers not to compile, e.g. ``("v1", ("fitted",))``.
+    """
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context)
-    return pool, [pool.submit(_warm_group, group, env_sets) for group in groups]
+    leave_out = frozenset((family, tuple(names)) for family, names in leave_out)
+    return pool, [pool.submit(_warm_group, group, env_sets, leave_out) for group in groups]
 
 
 def warm_cache(processes: int = 2, groups: Sequence[str] = GROUPS,
                env_sets: Sequence[Sequence[str]] = ENV_SETS,
-               say: Callable[[str], None] | None = None) -> dict[str, float]:
-    """Compile (or find cached) the `groups` (a family's workers for each of `env_sets`, or
-    ``step``) in `processes` fresh processes (spawned: each imports kbsim afresh and uses the
-    numba cache folder of this kbsim version); returns each group's seconds. With `say`, one
-    line when done."""
+               say: Callable[[str], None] | None = None,
+               leave_out: Collection[tuple[str, tuple[str, ...]]] = ()) -> dict[str, float]:
+    """Compile (or find cached) the `groups` (a family's workers for each of `env_sets` but
+    those in `leave_out`, or ``step``) in `processes` fresh processes (spawned: each imports
+    kbsim afresh and uses the numba cache folder of this kbsim version); returns each group's
+    seconds. With `say`, one line when done."""
     start = time.perf_counter()
-    pool, futures = start_warm_cache(processes, groups, env_sets)
+    pool, futures = start_warm_cache(processes, groups, env_sets, leave_out)
     with pool:
         seconds = dict(future.result() for future in futures)
     if say is not None:

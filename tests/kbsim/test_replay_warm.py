@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 _WARM = "from kbsim.replay.warm import warm_cache; warm_cache(1, groups=('flat',), " \
-        "env_sets=(('tape',),))"
+        "env_sets=(('tape',), ('synthetic',)), leave_out=[('flat', ['synthetic'])])"
 
 _REPLAY = textwrap.dedent("""
     import json
@@ -32,12 +32,14 @@ _REPLAY = textwrap.dedent("""
 
 def test_a_warmed_cache_serves_a_replay_of_a_shipped_trace(tmp_path: Path) -> None:
     # the warm-up builds its environments from synthetic tables; the worker it compiles must be
-    # the one a replay of real trace data runs (same argument types), or the replay compiles
+    # the one a replay of real trace data runs (same argument types), or the replay compiles;
+    # the worker it is told to leave out, it leaves out
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     warm = subprocess.run([sys.executable, "-c", _WARM], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr[-3000:]
     assert list((tmp_path / "numba").rglob("engine.run_worker_flat_tape-*.nbi"))
+    assert not list((tmp_path / "numba").rglob("engine.run_worker_flat_synthetic-*.nbi"))
     replay = subprocess.run([sys.executable, "-c", _REPLAY], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=600)
     assert replay.returncode == 0, replay.stderr[-3000:]
