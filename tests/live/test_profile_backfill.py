@@ -113,24 +113,27 @@ class SlowTaskProfiler(FakeProfiler):
 
 def test_backfill_starts_no_batch_its_task_says_would_end_after_the_budget(
         tmp_path: Path) -> None:
-    # one session, batches of 2; the slow task's batches take 1 s, the budget is 2.6 s: its
-    # first two start (unknown rate; then about 1 + 1 <= 2.6), its third would end near 3 s and
-    # is left, while the quick tasks' batches after it still run (half these times left the
-    # quick batches no room on a loaded 2-core machine: writing a batch took ~0.15 s there)
+    # one session, batches of 2; the slow task takes 2 s a kernel, the budget is 9.8 s: its
+    # first two batches start (unknown rate; then 4 + 4 <= 9.8) and nothing of it after, while
+    # the quick tasks' batches after its second still run. With q seconds for a quick batch and
+    # for writing any batch, its second batch ends at 8 + 4q and the quick ones after it at
+    # 8 + 6q; a batch of one more of its kernels would end at 10 + 6q: the budget holds this
+    # for q up to 0.3 s (writing a batch took ~0.15 s on a loaded 2-core machine; 0.5 s a
+    # kernel and a 2.6 s budget held it for q up to 0.1 s only)
     trace = _unprofiled_trace(tmp_path / "t")
     todo, _, _ = pending_kernels(trace)
     slow = sorted(todo)[0]
     quick = len(todo) - 1
     assert len(todo[slow]) > 6 and quick >= 1
-    fake = SlowTaskProfiler(slow, per_kernel_s=0.5)
-    report = backfill_profiles(trace, lambda spec: fake, batch_size=2, max_wall_s=2.6)
+    fake = SlowTaskProfiler(slow, per_kernel_s=2.0)
+    report = backfill_profiles(trace, lambda spec: fake, batch_size=2, max_wall_s=9.8)
     slow_at = [i for i, (task, _) in enumerate(fake.calls) if task == slow]
     assert [fake.calls[i][1] for i in slow_at] == [2, 2]
     # quick batches went on after the slow task's second (the third round on)
     assert len(fake.calls) > slow_at[-1] + quick
     assert report.stopped == "wall-clock budget (--max-wall) reached"
     assert report.left == sum(len(v) for v in todo.values()) - report.profiled
-    assert report.seconds < 2.6 + 0.3  # the last batch started ended about in time
+    assert report.seconds < 9.8 + 0.3  # the last batch started ended about in time
     profiled = {k["kernel_id"] for k in load_trace(trace).kernels.to_pylist() if k["profiled"]}
     assert sum(r["kernel_id"] in profiled for r in todo[slow]) == 4
 
