@@ -83,9 +83,11 @@ LONGEST_FIRST = (
 
 
 #: modules whose tests mostly wait (on sleeps, time limits, the processes they watch): 72 s of
-#: wall time for 18 CPU-seconds, run serially on the 2-core machine (2026-11-27). With more xdist
-#: workers than CPUs, the last-numbered is theirs alone (`GroupScheduling`): the CPU they leave idle
-#: goes to the other workers instead of leaving one core idle while one of them sleeps
+#: wall time for 18 CPU-seconds, run serially on the 2-core machine (2026-11-27), and the
+#: sandbox's time limits and hostile candidates, 31 s for 15 (2026-11-28: beside another module
+#: that waits, the machine was a fifth idle for 23 s). With more xdist workers than CPUs, the
+#: last-numbered is theirs alone (`GroupScheduling`): the CPU they leave idle goes to the other
+#: workers instead of leaving one core idle while one of them sleeps
 WAITING = (
     "tests/live/test_gpu_lock.py",
     "tests/live/test_eval_isolated.py",
@@ -96,6 +98,7 @@ WAITING = (
     "tests/live/test_faulty_endpoints.py",
     "tests/live/test_proposers_openai.py",
     "tests/live/test_profiler_ncu.py",
+    "tests/live/test_eval_sandbox.py",
 )
 
 
