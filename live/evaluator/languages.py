@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from live.pyast import parse
+
 
 def dotted_name(node: ast.AST) -> str:
     """``a.b.c`` for an attribute chain on a name, else ''."""
@@ -59,7 +61,7 @@ class KernelLanguage:
     def kernel_names(self, code: str) -> list[str]:
         """Names of the kernel functions in `code` (any nesting); [] if it does not parse."""
         try:
-            tree = ast.parse(code)
+            tree = parse(code)
         except (SyntaxError, ValueError):
             return []
         return [node.name for node in ast.walk(tree)

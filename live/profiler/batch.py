@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 
 from live.profiler.csv_parse import Launch
+from live.pyast import parse
 
 SUFFIX = "__kb"
 _SUFFIXED = re.compile(r"^(?P<name>.+)__kb(?P<index>\d+)$")
@@ -23,7 +24,7 @@ def rename_kernels(code: str, names: list[str], index: int) -> str:
     """`code` with every function in `names` (and every reference to it) renamed with the
     batch suffix for candidate `index`; the source is re-emitted by ``ast.unparse``."""
     wanted = set(names)
-    tree = ast.parse(code)
+    tree = parse(code)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wanted:
             node.name = f"{node.name}{SUFFIX}{index}"
