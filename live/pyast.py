@@ -16,7 +16,8 @@ from typing import Any
 _LOCK = threading.Lock()
 
 
-def parse(source: str, filename: str = "<unknown>", mode: str = "exec", **kwargs: Any) -> Any:
+def parse(source: str, filename: str = "<unknown>", mode: str = "exec",
+          **kwargs: Any) -> ast.AST:
     """``ast.parse`` under a process-wide lock (the same arguments, the same result)."""
     with _LOCK:
         return ast.parse(source, filename, mode, **kwargs)
