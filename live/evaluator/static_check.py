@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 
 from live.evaluator.languages import TRITON, KernelLanguage, dotted_name, kernel_language
+from live.pyast import parse
 
 _FORBIDDEN_MODULES = {
     "socket", "socketserver", "ssl", "subprocess", "multiprocessing", "ctypes", "cffi",
@@ -139,7 +140,7 @@ def static_check(code: str, language: str = "triton") -> str | None:
     rejection: the worker reports it as ``compile_error``.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError):
         return None
     lang = kernel_language(language)

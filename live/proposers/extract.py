@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from live.evaluator.languages import kernel_language
+from live.pyast import parse
 
 #: replies longer than this are cut before extraction (a runaway generation, not a kernel)
 MAX_REPLY_CHARS = 200_000
@@ -52,7 +53,7 @@ def _blocks(text: str) -> list[tuple[str, str]]:
 
 def _parses(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return parse(code)
     except (SyntaxError, ValueError):
         return None
 

@@ -16,6 +16,7 @@ from string import Template
 
 from kbsim.strategies import STRATEGIES
 from live.proposers.base import ParentInfo
+from live.pyast import parse
 from live.tasks.base import Task
 
 #: words for profile keys other than the three throughputs (PROFILE_DIMS of kbsim.strategies)
@@ -108,7 +109,7 @@ def meta_in_words(meta: dict[str, float]) -> str:
 
 def _signature(code: str, entry: str) -> str | None:
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return None
     for node in tree.body:

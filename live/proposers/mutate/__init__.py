@@ -20,6 +20,7 @@ from typing import Any
 from kbsim.strategies import strategy_index
 from live.proposers.base import ParentInfo, Proposal
 from live.proposers.mutate.transforms import EDITS_BY_STRATEGY, NOT_APPLICABLE_REASON, Edit
+from live.pyast import parse
 from live.tasks.base import Task
 
 __all__ = ["MutateProposer", "mutate_source"]
@@ -36,8 +37,8 @@ def mutate_source(
     """(new code, what changed) or (None, why nothing could change)."""
     strategy_index(strategy)  # a clear error for an unknown strategy
     try:
-        baseline = ast.unparse(ast.parse(code))
-        tree = ast.parse(code)
+        baseline = ast.unparse(parse(code))
+        tree = parse(code)
     except (SyntaxError, ValueError) as exc:
         return None, f"parent does not parse: {exc}"
     edits: list[Edit] = EDITS_BY_STRATEGY[strategy](tree)

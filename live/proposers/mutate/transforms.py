@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from live.proposers.mutate.analysis import Kernel, Knob, find_knobs
+from live.pyast import parse
 
 GROUP_VAR = "_kb_group_m"
 GROUP_SIZES = (4, 8, 16)
@@ -176,7 +177,7 @@ _kb_group_size = tl.minimum(_kb_grid_m - _kb_first_m, {GROUP_VAR})
 {pid_m} = _kb_first_m + _kb_pid % _kb_width % _kb_group_size
 {pid_n} = _kb_pid % _kb_width // _kb_group_size
 """
-    return ast.parse(code).body
+    return parse(code).body
 
 
 def _stores(kernel: ast.FunctionDef, name: str) -> int:
@@ -298,9 +299,9 @@ def access_layout_edits(tree: ast.Module) -> list[Edit]:
             name = statement.targets[0].id
 
             def hint(statement: ast.Assign = statement, block: str = block) -> None:
-                inner = ast.Call(ast.parse("tl.multiple_of", mode="eval").body,
+                inner = ast.Call(parse("tl.multiple_of", mode="eval").body,
                                  [statement.value, ast.Name(block)], [])
-                statement.value = ast.Call(ast.parse("tl.max_contiguous", mode="eval").body,
+                statement.value = ast.Call(parse("tl.max_contiguous", mode="eval").body,
                                            [inner, ast.Name(block)], [])
 
             edits.append(Edit(("hint", kernel.name, name),

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from live.pyast import parse
+
 #: inductor kernel kinds wrapped (the decorator's name); others are reported, not wrapped
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
 #: the most programs CUDA launches along a grid's y (and z) axis (inductor's ``get_max_y_grid``)
@@ -150,7 +152,7 @@ def _dict_entry(node: ast.expr | None, key: str) -> Any:
 
 def kernel_info(name: str, source: str) -> KernelInfo:
     """Read one ``async_compile.triton`` kernel source; NoK0 if it is not one we can launch."""
-    tree = ast.parse(source)
+    tree = parse(source)
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     main = next((f for f in functions if f.name == name), None)
     if main is None:
@@ -215,7 +217,7 @@ def default_config(info: KernelInfo) -> LaunchConfig:
 def inductor_kernels(output_code: str) -> tuple[ast.Module, dict[str, str]]:
     """The generated module's tree and its Triton kernels' sources by name; NoK0 for kernels
     of another kind (C++, CUDA templates)."""
-    tree = ast.parse(output_code)
+    tree = parse(output_code)
     kernels: dict[str, str] = {}
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
@@ -261,7 +263,7 @@ class _AxisTerms(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id == "cdiv":
-            return ast.parse("triton.cdiv", mode="eval").body
+            return parse("triton.cdiv", mode="eval").body
         if node.id in _NUMELS:
             return self.size(node.id)
         if node.id.endswith("BLOCK"):
@@ -316,10 +318,10 @@ class _Launches(ast.NodeTransformer):
 
         def block(name_: str) -> ast.expr:
             if name_ in info.blocks:
-                return ast.parse(f"meta[{_knob(name_)!r}]", mode="eval").body
+                return parse(f"meta[{_knob(name_)!r}]", mode="eval").body
             return ast.Constant(int(info.constants.get(name_, 1)))
 
-        axes = [_AxisTerms(size, block).visit(ast.parse(axis, mode="eval").body)
+        axes = [_AxisTerms(size, block).visit(parse(axis, mode="eval").body)
                 for axis in GRIDS[info.grid_type]]
         grid = ast.Lambda(ast.arguments(posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[],
                                         kw_defaults=[], defaults=[]),
@@ -389,7 +391,7 @@ def wrap_as_model_new(output_code: str, problem_source: str, forward_args: str,
             chosen[name] = LaunchConfig({**default_config(info).blocks, **chosen[name].blocks},
                                         chosen[name].num_warps, chosen[name].num_stages)
     launches = _Launches(infos, chosen)
-    body = [launches.visit(ast.parse(ast.unparse(s)).body[0]) for s in call.body]
+    body = [launches.visit(parse(ast.unparse(s)).body[0]) for s in call.body]
     body = [s for s in body if s is not None]
     unlaunched = sorted(set(infos) - set(launches.launched))
     if unlaunched:
@@ -425,7 +427,7 @@ def wrap_as_model_new(output_code: str, problem_source: str, forward_args: str,
               f"        outputs = _inductor_call([{', '.join(graph_inputs)}])",
               f"        return {returned}", ""]
     code = "\n".join(parts)
-    ast.parse(code)  # a wrapper that does not parse is a bug here, not a reason
+    parse(code)  # a wrapper that does not parse is a bug here, not a reason
     return code
 
 
@@ -440,7 +442,7 @@ def source_expression(source_name: str) -> str:
         raise NoK0(f"a graph input comes from {source_name}, not from the forward's arguments")
     expression = _LOCAL.sub(lambda m: m.group(1), source_name)
     try:
-        ast.parse(expression, mode="eval")
+        parse(expression, mode="eval")
     except SyntaxError:
         raise NoK0(f"a graph input's source {source_name} is no Python expression") from None
     return expression

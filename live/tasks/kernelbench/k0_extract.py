@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from live.evaluator.messages import GoldCheckRequest
+from live.pyast import parse
 from live.tasks.kernelbench.k0 import LaunchConfig, NoK0, source_expression, wrap_as_model_new
 from live.tasks.kernelbench.problems import Problem
 
 
 def forward_arguments(problem_source: str) -> str:
     """``Model.forward``'s parameter list as written (``self, x, y=None``)."""
-    tree = ast.parse(problem_source)
+    tree = parse(problem_source)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
             for item in node.body:

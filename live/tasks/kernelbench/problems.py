@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from live.pyast import parse
 from live.tasks.paths import launched
 
 #: prefix of every KernelBench task name
@@ -106,7 +107,7 @@ def discover(root: Path) -> list[Problem]:
 def format_problem(path: Path) -> str | None:
     """Why the file at `path` is not a KernelBench problem (one sentence), or None."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError) as exc:
         return f"cannot read the problem file: {type(exc).__name__}: {exc}"
     defined = {node.name for node in tree.body

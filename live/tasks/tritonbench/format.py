@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from live.pyast import parse
 from live.tasks.loading import import_source
 
 SEPARATOR = "#" * 146
@@ -73,7 +74,7 @@ def results_variable(test_code: str) -> tuple[str, str | None]:
     ``{...}`` or ``dict(...)`` (test code that fills a module-level dict).
     """
     try:
-        tree = ast.parse(test_code)
+        tree = parse(test_code)
     except SyntaxError:
         return test_code, None
     body = tree.body
@@ -130,7 +131,7 @@ def test_code_imports(test_code: str) -> str:
     too.
     """
     try:
-        tree = ast.parse(test_code)
+        tree = parse(test_code)
     except (SyntaxError, ValueError):
         return ""
     return "".join(ast.unparse(node) + "\n" for node in tree.body
@@ -218,7 +219,7 @@ def retarget(source: str, device: str) -> str:
     """``source`` with its CUDA device references pointed at ``device`` (unchanged on cuda)."""
     if device.startswith("cuda"):
         return source
-    tree = _RetargetCuda(device).visit(ast.parse(source))
+    tree = _RetargetCuda(device).visit(parse(source))
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
@@ -261,7 +262,7 @@ def perf_class(source: OperatorSource, module: ModuleType, device: str) -> type:
     """Execute the performance script with the operator's imports bound to ``module``'s
     functions and return its ``Performance_Metrics`` subclass."""
     assert source.perf_path is not None
-    tree = ast.parse(retarget(source.perf_path.read_text(), device))
+    tree = parse(retarget(source.perf_path.read_text(), device))
     utils = _performance_utils(str(source.perf_path.parent))
     namespace: dict[str, Any] = {"__name__": f"kb_tritonbench_perf_{source.op}",
                                  "__file__": str(source.perf_path)}
@@ -308,7 +309,7 @@ def imported_names(source: OperatorSource) -> list[str]:
     """The operator functions its performance script imports (the task's public API)."""
     assert source.perf_path is not None
     names = []
-    for node in ast.parse(source.perf_path.read_text()).body:
+    for node in parse(source.perf_path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.split(".")[-1] == source.op:
             names += [alias.name for alias in node.names]
