@@ -136,12 +136,21 @@ def read_part_file(path: Path, table_name: str,
     """One part file (its `columns`, default all) in memory types: the schema's fixed-size
     lists restored (they are stored as variable-size lists: kbsim.trace.layout.to_disk); an
     optional column the file predates (`OPTIONAL_COLUMNS`) comes back as nulls."""
+    with pq.ParquetFile(path) as file:
+        return _read_open_part(file, table_name, columns)
+
+
+def _read_open_part(file: pq.ParquetFile, table_name: str,
+                    columns: Sequence[str] | None) -> pa.Table:
+    """`read_part_file` of a part file already open: its footer is read once. A file is read
+    with ``ParquetFile.read``, not ``pq.read_table``, which goes through Arrow's dataset layer
+    for each file (a live trace's 219 part files: 0.12 s against 0.28 s)."""
     schema = checks.SCHEMAS[table_name]
-    stored = set(pq.read_schema(path).names)
+    stored = set(file.schema_arrow.names)
     wanted = list(columns) if columns is not None else list(schema.names)
     absent = [n for n in wanted if n not in stored and n in OPTIONAL_COLUMNS[table_name]]
-    table = pq.read_table(path, columns=[n for n in wanted if n not in absent]
-                          if columns is not None or absent else None)
+    table = file.read(columns=[n for n in wanted if n not in absent]
+                      if columns is not None or absent else None)
     for name in absent:
         table = table.append_column(schema.field(name),
                                     pa.nulls(table.num_rows, schema.field(name).type))
@@ -174,19 +183,20 @@ def read_table_dir(
     ]
     for part in live:
         try:
-            part_schema = pq.read_schema(part.path)
+            file = pq.ParquetFile(part.path)
         except (pa.ArrowException, OSError) as exc:
             problems.append(f"{part.path}: {_unreadable(exc)}")
             continue
-        file_problems = checks.schema_problems(part_schema, table_name)
-        if file_problems:
-            problems.extend(f"{part.path}: {p}" for p in file_problems)
-            continue
-        try:
-            table = read_part_file(part.path, table_name, wanted)
-        except (pa.ArrowException, OSError) as exc:
-            problems.append(f"{part.path}: {_unreadable(exc)}")
-            continue
+        with file:
+            file_problems = checks.schema_problems(file.schema_arrow, table_name)
+            if file_problems:
+                problems.extend(f"{part.path}: {p}" for p in file_problems)
+                continue
+            try:
+                table = _read_open_part(file, table_name, wanted)
+            except (pa.ArrowException, OSError) as exc:
+                problems.append(f"{part.path}: {_unreadable(exc)}")
+                continue
         table = table.select(wanted)
         if row_checks and columns is None:
             row_check = (
