@@ -144,7 +144,7 @@ def _read_open_part(file: pq.ParquetFile, table_name: str,
                     columns: Sequence[str] | None) -> pa.Table:
     """`read_part_file` of a part file already open: its footer is read once. A file is read
     with ``ParquetFile.read``, not ``pq.read_table``, which goes through Arrow's dataset layer
-    for each file (a live trace's 219 part files: 0.12 s against 0.28 s)."""
+    for each file (the 153 step files of a 90-step live trace: 0.12 s against 0.28 s)."""
     schema = checks.SCHEMAS[table_name]
     stored = set(file.schema_arrow.names)
     wanted = list(columns) if columns is not None else list(schema.names)
