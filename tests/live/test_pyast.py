@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ CODE = ("import triton\n\n@triton.jit\ndef add_kernel(x):\n    pass\n\n"
         "def add(x):\n    add_kernel[(1,)](x)\n")
 
 
-def _most_parsing_at_once(monkeypatch: pytest.MonkeyPatch, work) -> int:  # type: ignore[no-untyped-def]
+def _most_parsing_at_once(monkeypatch: pytest.MonkeyPatch, work: Callable[[], None]) -> int:
     """Runs `work` in four threads at once, each parse slowed down; how many parses overlapped."""
     inside = 0
     most = 0

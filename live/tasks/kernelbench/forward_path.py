@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from live import pyast
 from live.evaluator.languages import TRITON, dotted_name
-from live.pyast import parse
 
 #: operator families: names that are one operator for this check
 FAMILIES = {
@@ -82,7 +82,7 @@ class Module:
 
     @classmethod
     def parse(cls, code: str) -> Module:
-        tree = parse(code)
+        tree = pyast.parse(code)
         module = cls(tree)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
