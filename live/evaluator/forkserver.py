@@ -151,13 +151,47 @@ def _reseed() -> None:
         sys.modules["numpy"].random.seed()
 
 
+def _import_preload(sock: socket.socket) -> None:
+    """Import `PRELOAD`, ending the process at once if the evaluator's process goes meanwhile.
+
+    The imports take seconds (torch's alone ~1.8 CPU-s on a CPU-only host, more where CUDA's
+    libraries load), and nothing reads the socket until they end: a ``kernelband live`` killed
+    while its server starts left the server importing to the end, then noticing (20 SIGKILLs at
+    random moments, tests/live/test_live_kills.py: ~2 CPU-s each, for nothing). A thread waits
+    for the socket's hang-up meanwhile (POLLRDHUP, never POLLIN: the evaluator sends nothing
+    before ``ready``, and nothing is read) and is stopped and joined before the first fork.
+    """
+    stop_r, stop_w = os.pipe()
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLRDHUP)
+    poller.register(stop_r, select.POLLIN)
+
+    def watch() -> None:
+        while True:
+            for fd, events in poller.poll():
+                if fd == stop_r:
+                    return
+                if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                    os._exit(0)  # the evaluator's process is gone: no one to serve
+
+    watcher = threading.Thread(target=watch, name="forkserver-hangup", daemon=True)
+    watcher.start()
+    try:
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+    finally:
+        os.write(stop_w, b"x")
+        watcher.join()
+        os.close(stop_r)
+        os.close(stop_w)
+
+
 def serve(sock: socket.socket) -> None:
     """The server's loop: fork a worker for each request, report each worker's end."""
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except ImportError:
-            pass
+    _import_preload(sock)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -26,6 +29,7 @@ from tests.live.fixtures.candidates.tiny_tasks import SPEC
 
 pytestmark = pytest.mark.skipif(not forkserver.enabled(), reason="fork server needs Linux")
 
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = (Path(__file__).parent / "fixtures" / "candidates" / "vadd_good.py").read_text()
 
 
@@ -161,3 +165,34 @@ def test_a_fork_server_that_cannot_start_is_not_tried_again(monkeypatch) -> None
     finally:
         first.shutdown()
         second.shutdown()
+
+
+
+def test_a_server_whose_evaluator_goes_while_it_imports_ends_at_once(tmp_path: Path) -> None:
+    """The evaluator's process killed while its server imports torch: the server ends then, not
+    after its imports (here one that would take a minute)."""
+    marker = tmp_path / "importing"
+    (tmp_path / "kb_slow_import.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)\n")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    code = ("from live.evaluator import forkserver; "
+            "forkserver.PRELOAD = ('kb_slow_import',); forkserver.main()")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))})
+    theirs.close()
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, "the server ended before its evaluator did"
+            assert time.monotonic() < deadline, "the server never reached its imports"
+            time.sleep(0.05)
+        ours.close()  # as the kernel does for a SIGKILLed evaluator's descriptors
+        gone = time.monotonic()
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - gone < 30  # not the import's 60 s
+    finally:
+        ours.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
