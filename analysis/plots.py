@@ -22,10 +22,12 @@ from analysis.slopes import v1_bound  # noqa: E402
 _SIZE = (7.5, 4.6)
 
 
-def to_png(fig: Figure, *, dpi: int = 110) -> bytes:
-    """PNG bytes of ``fig``; the figure is closed."""
+def to_png(fig: Figure, *, dpi: int = 110, tight: bool = True) -> bytes:
+    """PNG bytes of ``fig``; the figure is closed. ``tight``: cropped to what is drawn, legends
+    outside the axes included (the figure is laid out twice: once to measure, once to draw);
+    ``tight=False`` for a figure laid out to fit its own canvas, drawn once."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return buffer.getvalue()
 

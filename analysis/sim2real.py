@@ -94,7 +94,7 @@ class Sim2Real:
             from analysis.plots import to_png
             from analysis.plots_sim2real import sim2real_figure
 
-            self._png = to_png(sim2real_figure(self.curves))
+            self._png = to_png(sim2real_figure(self.curves), tight=False)
         return self._png
 
 

@@ -199,3 +199,27 @@ def test_a_trace_recorded_before_the_not_applicable_rule_replays_under_it() -> N
     assert any("replayed as unavailable actions" in n for n in new.notes)
     # under the new rule the real curve counts only the attempts that spent a step
     assert new.steps < old.steps
+
+
+@pytest.mark.parametrize("n_tasks", [1, 2, 7])
+def test_the_small_multiples_fit_their_canvas(n_tasks: int) -> None:
+    """The figure is rendered without cropping (`to_png` ``tight=False``): everything drawn,
+    the legend below and the title above included, lies on its canvas, however few panels."""
+    import pandas as pd
+
+    from analysis.plots import plt
+    from analysis.plots_sim2real import sim2real_figure
+
+    t = np.arange(1, 41, dtype=float)
+    rows = [{"env": env, "task_id": f"tritonbench/fused_recurrent_retention_{k}", "t": step,
+             "real": 1.0 + 0.01 * step, "pred_q10": 0.9, "pred_median": 1.0 + 0.005 * step,
+             "pred_q90": 1.3} for k in range(n_tasks) for env in ("fitted", "tape")
+            for step in t]
+    fig = sim2real_figure(pd.DataFrame(rows))
+    try:
+        drawn = fig.get_tightbbox(fig.canvas.get_renderer())
+        canvas = fig.bbox_inches
+        assert drawn.x0 >= canvas.x0 and drawn.y0 >= canvas.y0, (drawn, canvas)
+        assert drawn.x1 <= canvas.x1 and drawn.y1 <= canvas.y1, (drawn, canvas)
+    finally:
+        plt.close(fig)
