@@ -21,9 +21,10 @@ message): ``("fork", request)`` with the worker's three descriptors attached, an
 evaluator's handle on such a worker, the part of ``Popen``'s interface the sandbox uses.
 
 One server per interpreter and import-time environment (`server_for`); it ends when the
-evaluator's process does (its end of the socket closes), its workers when their stdin closes,
-as before. ``KERNELBAND_WORKER_START=exec`` starts every worker as its own interpreter again;
-so does any platform without ``fork`` and descriptor passing, and any failure of the server
+evaluator's process does (its end of the socket closes), also while it is still importing
+(`_import_preload`), its workers when their stdin closes, as before.
+``KERNELBAND_WORKER_START=exec`` starts every worker as its own interpreter again; so does any
+platform without ``fork`` and descriptor passing, and any failure of the server
 (that worker is started the old way, the next one tries a fresh server).
 """
 
