@@ -15,8 +15,8 @@ _ENV_COLOUR = {"tape": "tab:blue", "fitted": "tab:orange"}
 #: labels, titles) and the figure's margins (the y label, the suptitle; the x label and the
 #: legend below). Fixed, so the figure needs no layout pass and fits its own canvas: it is
 #: rendered once (`to_png` ``tight=False``), where ``tight_layout`` then the cropping to the
-#: tight box laid out every text of every panel three times (TritonBench-G's 45 panels: 6.1
-#: CPU-s a figure, 2-core machine)
+#: tight box laid out every text of every panel three times (TritonBench-G's 45 panels: 3.1
+#: against 5.6 CPU-s a figure, medians of four run alternately on the 2-core machine)
 _AXES_W, _AXES_H = 2.25, 1.7
 _GAP_W, _GAP_H = 0.65, 0.6
 _LEFT, _RIGHT, _TOP, _BOTTOM = 0.75, 0.2, 0.75, 0.9

@@ -167,7 +167,6 @@ def test_a_fork_server_that_cannot_start_is_not_tried_again(monkeypatch) -> None
         second.shutdown()
 
 
-
 def test_a_server_whose_evaluator_goes_while_it_imports_ends_at_once(tmp_path: Path) -> None:
     """The evaluator's process killed while its server imports torch: the server ends then, not
     after its imports (here one that would take a minute)."""
