@@ -62,8 +62,9 @@ def attempts(out: Path) -> dict[tuple, tuple]:
     return dict(zip(keys, values, strict=True))
 
 
-# ~190 s on the shared 2-core dev machine under load ~8 (each cycle pays a fresh interpreter,
-# torch imports in the CLI and its worker): `slow`, still run by `make test`
+# ~60 CPU-s, ~50 s alone on a 2-core machine: each cycle pays a fresh interpreter for the CLI
+# (numba, the policies, pyarrow: ~1 CPU-s) and one for its fork server (torch and triton:
+# ~1.8 CPU-s). `slow`, still run by `make test`
 @pytest.mark.slow
 def test_twenty_random_kills_lose_and_duplicate_nothing(tmp_path):
     env = {**os.environ, "TRITON_INTERPRET": "1"}
